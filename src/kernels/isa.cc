@@ -1,0 +1,64 @@
+#include "kernels/isa.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "core/cpu_features.h"
+
+namespace shrike::kernels {
+namespace {
+
+bool supported(Isa isa) {
+  const auto& f = cpu_features();
+  switch (isa) {
+    case Isa::Scalar: return true;
+    case Isa::Avx2: return f.avx2;
+    case Isa::Avx512: return f.avx512;
+    case Isa::Avx512Vnni: return f.avx512_vnni;
+  }
+  return false;
+}
+
+Isa initial_isa() {
+  const auto all = supported_isas();
+  if (const char* env = std::getenv("SHRIKE_ISA")) {
+    for (Isa isa : all)
+      if (isa_name(isa) == env) return isa;
+  }
+  return all.back();
+}
+
+std::atomic<Isa>& active() {
+  static std::atomic<Isa> isa{initial_isa()};
+  return isa;
+}
+
+}  // namespace
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: return "scalar";
+    case Isa::Avx2: return "avx2";
+    case Isa::Avx512: return "avx512";
+    case Isa::Avx512Vnni: return "avx512_vnni";
+  }
+  return "unknown";
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni})
+    if (supported(isa)) out.push_back(isa);
+  return out;
+}
+
+Isa active_isa() { return active().load(std::memory_order_relaxed); }
+
+void set_active_isa(Isa isa) {
+  if (!supported(isa)) throw std::invalid_argument("ISA not supported here: " + std::string(isa_name(isa)));
+  active().store(isa);
+}
+
+}  // namespace shrike::kernels

@@ -1,0 +1,60 @@
+// Products of a weight matrix with f32 activations, for every weight type.
+//
+// Decode (n = 1) is a matrix-vector product bound by memory bandwidth; prefill and batched steps
+// (n > 1) are bound by arithmetic and must load each weight tile once for all n columns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/file_buffer.h"
+#include "core/thread_pool.h"
+#include "kernels/isa.h"
+
+namespace shrike::kernels {
+
+// A weight matrix W of shape [rows = output features][cols = input features], copied at load
+// time from its file layout (GGUF rows of blocks) into ordinary, huge-page-advised memory in
+// whatever layout the kernels read fastest (rows may be interleaved; the file format never serves
+// the kernel).
+class PackedMatrix {
+ public:
+  PackedMatrix() = default;
+  // `file_rows` is row-major in GGUF layout: `rows` rows of dtype_row_bytes(type, cols) bytes.
+  // cols must be a multiple of 32 for Q8_0 / Q4_0.
+  static PackedMatrix pack(DType type, int64_t rows, int64_t cols, const void* file_rows);
+
+  DType type() const { return type_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  // Bytes of weight data one full product reads (what the decode roofline counts).
+  size_t weight_bytes() const { return size_t(rows_) * size_t(dtype_row_bytes(type_, cols_)); }
+  // Row r dequantised to f32 (embedding lookup, tests). out has cols() floats.
+  void dequantize_row(int64_t r, float* out) const;
+
+  // Layout details belong to the kernels (matmul*.cc); nothing outside kernels/ reads them.
+  const uint8_t* data() const { return data_.get(); }
+
+ private:
+  DType type_ = DType::F32;
+  int64_t rows_ = 0, cols_ = 0;
+  AlignedBytes data_;
+  friend struct PackedMatrixAccess;
+};
+
+// Y = X · Wᵀ: x is [n][cols] f32 row-major, y is [n][rows] f32 row-major. Work is split over the
+// pool. Uses active_isa(). For Q8_0 / Q4_0 the activations may be quantised to 8 bits per block of
+// 32 (as llama.cpp does) where that is faster; the result then differs from the exact product by
+// that rounding only.
+void matmul(const PackedMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+// Same, computed with a given ISA (must be supported): for tests and benchmarks.
+void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
+                 ThreadPool& pool);
+
+// The obviously-correct reference: dequantise each row of the file layout to f32 and take exact
+// f32 dot products (double accumulation), single-threaded.
+void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_rows,
+                      const float* x, int64_t n, float* y);
+
+}  // namespace shrike::kernels

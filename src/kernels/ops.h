@@ -1,0 +1,62 @@
+// Element-wise and attention kernels of the Llama block. Shapes in comments; all f32.
+#pragma once
+
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "kernels/isa.h"
+
+namespace shrike::kernels {
+
+// out[i] = x[i] / sqrt(mean(x²) + eps) * weight[i], for one row of n.
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
+
+// Rotary position embedding, in place on one token's heads: x is [n_heads][head_dim].
+// cos_sin holds, for this position, rot_dims/2 pairs (cos θ_i, sin θ_i). The first rot_dims
+// dimensions of each head rotate; the rest pass through.
+//   adjacent layout (llama2.c, GGUF "normal"): pairs are (x[2i], x[2i+1]);
+//   NeoX layout (Qwen2, GPT-NeoX):             pairs are (x[i], x[i + rot_dims/2]).
+enum class RopeLayout { Adjacent, NeoX };
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dims, const float* cos_sin,
+          RopeLayout layout);
+
+// out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + e^-g).
+void silu_mul(float* out, const float* gate, const float* up, int64_t n);
+
+// In-place softmax over n values (max-subtracted).
+void softmax(float* x, int64_t n);
+
+// A layer's K or V rows seen through a block table: row p lives at
+// blocks[p / block_size] + (p % block_size) * row_stride. A contiguous cache is one block.
+struct KvRows {
+  const float* const* blocks = nullptr;
+  int64_t block_size = 0;
+  int64_t row_stride = 0;  // floats between consecutive rows within a block
+  const float* row(int64_t p) const { return blocks[p / block_size] + (p % block_size) * row_stride; }
+};
+
+// Causal grouped-query attention for n_tokens queries at positions pos0 .. pos0+n_tokens-1, over
+// keys/values at positions 0 .. pos0+n_tokens-1 (already stored).
+//   q   [n_tokens][n_heads * head_dim]
+//   out [n_tokens][n_heads * head_dim]
+// K/V rows are [n_kv_heads * head_dim]; query head h reads kv head h / (n_heads / n_kv_heads).
+// scale multiplies q·k (normally 1/sqrt(head_dim)). Work is split over heads and tokens.
+struct AttentionShape {
+  int64_t n_tokens, pos0, n_heads, n_kv_heads, head_dim;
+  float scale;
+};
+void attention(const AttentionShape& s, const float* q, const KvRows& k, const KvRows& v, float* out,
+               ThreadPool& pool);
+
+// Scalar references of the above (tests compare every dispatched version against these).
+namespace reference {
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dims, const float* cos_sin,
+          RopeLayout layout);
+void silu_mul(float* out, const float* gate, const float* up, int64_t n);
+void softmax(float* x, int64_t n);
+void attention(const AttentionShape& s, const float* q, const KvRows& k, const KvRows& v,
+               float* out);
+}  // namespace reference
+
+}  // namespace shrike::kernels

@@ -1,0 +1,76 @@
+// Scalar references of the element-wise and attention kernels: plain loops, checkable by eye.
+#include <cmath>
+#include <vector>
+
+#include "kernels/ops.h"
+
+namespace shrike::kernels::reference {
+
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * x[i];
+  const float inv = 1.0f / std::sqrt(float(ss / double(n)) + eps);
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
+}
+
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dims, const float* cos_sin,
+          RopeLayout layout) {
+  const int64_t half = rot_dims / 2;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    for (int64_t i = 0; i < half; ++i) {
+      const float c = cos_sin[2 * i], s = cos_sin[2 * i + 1];
+      const int64_t a = layout == RopeLayout::Adjacent ? 2 * i : i;
+      const int64_t b = layout == RopeLayout::Adjacent ? 2 * i + 1 : i + half;
+      const float x0 = v[a], x1 = v[b];
+      v[a] = x0 * c - x1 * s;
+      v[b] = x0 * s + x1 * c;
+    }
+  }
+}
+
+void silu_mul(float* out, const float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+void softmax(float* x, int64_t n) {
+  float max = x[0];
+  for (int64_t i = 1; i < n; ++i) max = std::max(max, x[i]);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - max);
+    sum += x[i];
+  }
+  const float inv = float(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+void attention(const AttentionShape& s, const float* q, const KvRows& k, const KvRows& v,
+               float* out) {
+  const int64_t group = s.n_heads / s.n_kv_heads;
+  const int64_t dim = s.n_heads * s.head_dim;
+  std::vector<float> scores(static_cast<size_t>(s.pos0 + s.n_tokens));
+  for (int64_t t = 0; t < s.n_tokens; ++t) {
+    const int64_t n_keys = s.pos0 + t + 1;  // causal: keys up to and including this position
+    for (int64_t h = 0; h < s.n_heads; ++h) {
+      const float* qh = q + t * dim + h * s.head_dim;
+      const int64_t kv_off = (h / group) * s.head_dim;
+      for (int64_t p = 0; p < n_keys; ++p) {
+        const float* kh = k.row(p) + kv_off;
+        float dot = 0;
+        for (int64_t i = 0; i < s.head_dim; ++i) dot += qh[i] * kh[i];
+        scores[size_t(p)] = dot * s.scale;
+      }
+      softmax(scores.data(), n_keys);
+      float* oh = out + t * dim + h * s.head_dim;
+      for (int64_t i = 0; i < s.head_dim; ++i) oh[i] = 0;
+      for (int64_t p = 0; p < n_keys; ++p) {
+        const float* vh = v.row(p) + kv_off;
+        const float w = scores[size_t(p)];
+        for (int64_t i = 0; i < s.head_dim; ++i) oh[i] += w * vh[i];
+      }
+    }
+  }
+}
+
+}  // namespace shrike::kernels::reference
