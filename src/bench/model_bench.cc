@@ -1,0 +1,79 @@
+#include "bench/model_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "bench/roofline.h"
+
+namespace shrike::bench {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int32_t> dist(0, int32_t(vocab - 1));
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (auto& x : t) x = dist(rng);
+  return t;
+}
+
+}  // namespace
+
+ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
+                                 const ModelBenchOptions& opt) {
+  const auto& c = m.config();
+  ModelBenchResult out;
+  out.threads = pool.size();
+  out.decode_weight_bytes = m.decode_weight_bytes();
+  std::vector<float> logits(size_t(c.vocab_size));
+
+  // Prefill: the whole prompt in one forward call on an empty cache, logits of the last token
+  // only (as a server does).
+  for (int64_t p : opt.prompt_lengths) {
+    const int64_t len = std::min(p, c.context_length);
+    const auto tokens = random_tokens(len, c.vocab_size, 42);
+    model::ContiguousKvCache kv(c.n_layers, len, c.kv_dim());
+    m.forward(tokens.data(), len, 0, kv, 1, logits.data(), pool);  // warm-up
+    std::vector<double> rates;
+    for (int r = 0; r < opt.repeats; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      m.forward(tokens.data(), len, 0, kv, 1, logits.data(), pool);
+      rates.push_back(double(len) / seconds_since(t0));
+    }
+    out.prefill.push_back({len, median(rates)});
+  }
+
+  // Decode: one token at a time from position 1 (after a one-token prompt), like llama-bench's
+  // text-generation test.
+  const int64_t n = std::min(opt.decode_tokens, c.context_length - 1);
+  if (n > 0) {
+    const auto tokens = random_tokens(n + 1, c.vocab_size, 7);
+    model::ContiguousKvCache kv(c.n_layers, n + 1, c.kv_dim());
+    std::vector<double> rates;
+    for (int r = 0; r < opt.repeats + 1; ++r) {
+      m.forward(tokens.data(), 1, 0, kv, 1, logits.data(), pool);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int64_t i = 1; i <= n; ++i) m.forward(&tokens[size_t(i)], 1, i, kv, 1, logits.data(), pool);
+      if (r > 0) rates.push_back(double(n) / seconds_since(t0));  // first round warms up
+    }
+    out.decode_tok_per_s = median(rates);
+    out.decode_gb_per_s = out.decode_tok_per_s * double(out.decode_weight_bytes) / 1e9;
+  }
+
+  if (opt.roofline) {
+    out.bandwidth_gb_per_s = measure_read_bandwidth(pool).gb_per_s;
+    out.roofline_fraction = out.decode_gb_per_s / out.bandwidth_gb_per_s;
+  }
+  return out;
+}
+
+}  // namespace shrike::bench

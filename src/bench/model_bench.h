@@ -1,0 +1,39 @@
+// `shrike bench`: prefill and decode speed of a model, and how close decode comes to the memory
+// bandwidth roofline.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/model.h"
+
+namespace shrike::bench {
+
+struct ModelBenchOptions {
+  std::vector<int64_t> prompt_lengths{128, 512};
+  int64_t decode_tokens = 64;
+  int repeats = 3;
+  bool roofline = false;
+};
+
+struct PrefillResult {
+  int64_t tokens = 0;
+  double tok_per_s = 0;  // median over repeats
+};
+
+struct ModelBenchResult {
+  std::vector<PrefillResult> prefill;
+  double decode_tok_per_s = 0;  // median over repeats
+  double decode_gb_per_s = 0;   // weight bytes read per token x tokens/s
+  double bandwidth_gb_per_s = 0;  // measured read bandwidth (0 unless roofline)
+  double roofline_fraction = 0;
+  size_t decode_weight_bytes = 0;
+  int threads = 0;
+};
+
+ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
+                                 const ModelBenchOptions& opt);
+
+}  // namespace shrike::bench

@@ -1,0 +1,71 @@
+#include "bench/roofline.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/file_buffer.h"
+
+namespace shrike::bench {
+namespace {
+
+// Sums 64-bit lanes with AVX2 loads, four independent accumulators so the loop is bound by
+// memory, not by add latency. Compiled for AVX2 only; called only when the CPU has it.
+__attribute__((target("avx2"))) uint64_t read_avx2(const uint8_t* p, size_t n) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 128 <= n; i += 128) {
+    a0 = _mm256_add_epi64(a0, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i)));
+    a1 = _mm256_add_epi64(a1, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 32)));
+    a2 = _mm256_add_epi64(a2, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 64)));
+    a3 = _mm256_add_epi64(a3, _mm256_load_si256(reinterpret_cast<const __m256i*>(p + i + 96)));
+  }
+  const __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+  alignas(32) uint64_t lanes[4];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
+  return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
+uint64_t read_sse2(const uint8_t* p, size_t n) {
+  __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i + 64 <= n; i += 64) {
+    a0 = _mm_add_epi64(a0, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i)));
+    a1 = _mm_add_epi64(a1, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i + 16)));
+    a2 = _mm_add_epi64(a2, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i + 32)));
+    a3 = _mm_add_epi64(a3, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i + 48)));
+  }
+  alignas(16) uint64_t lanes[2];
+  _mm_store_si128(reinterpret_cast<__m128i*>(lanes),
+                  _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3)));
+  return lanes[0] + lanes[1];
+}
+
+}  // namespace
+
+BandwidthResult measure_read_bandwidth(ThreadPool& pool, size_t bytes, int repeats) {
+  bytes = bytes / 4096 * 4096;
+  AlignedBytes buf = aligned_alloc_bytes(bytes);
+  std::memset(buf.get(), 1, bytes);  // touch every page so no fault is timed
+  const bool avx2 = cpu_features().avx2;
+  std::vector<uint64_t> sink(size_t(pool.size()) * 8);
+  std::vector<double> rates;
+  for (int r = 0; r < repeats + 1; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.run([&](int i, int nt) {
+      const size_t pages = bytes / 4096;
+      const size_t b = pages * size_t(i) / size_t(nt) * 4096;
+      const size_t e = pages * size_t(i + 1) / size_t(nt) * 4096;
+      const uint8_t* p = buf.get() + b;
+      sink[size_t(i) * 8] += avx2 ? read_avx2(p, e - b) : read_sse2(p, e - b);  // own cache line
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r > 0) rates.push_back(double(bytes) / s / 1e9);  // first pass warms up
+  }
+  std::sort(rates.begin(), rates.end());
+  return {rates[rates.size() / 2], bytes, repeats};
+}
+
+}  // namespace shrike::bench

@@ -1,0 +1,78 @@
+// `shrike bench`: prefill and decode tokens/s, and with --roofline how close decode comes to the
+// measured memory bandwidth.
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "bench/model_bench.h"
+#include "cli/commands.h"
+#include "kernels/isa.h"
+
+namespace shrike::cli {
+namespace {
+
+struct BenchArgs {
+  std::string model;
+  std::vector<int64_t> prompts{128, 512};
+  int64_t n = 64;
+  int threads = 0, repeats = 3;
+  bool roofline = false, json = false;
+};
+
+int run_bench(const BenchArgs& a) {
+  auto m = model::load_model(a.model);
+  ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
+  bench::ModelBenchOptions opt;
+  opt.prompt_lengths = a.prompts;
+  opt.decode_tokens = a.n;
+  opt.repeats = a.repeats;
+  opt.roofline = a.roofline;
+  const auto r = bench::run_model_bench(*m, pool, opt);
+
+  if (a.json) {
+    nlohmann::json j;
+    j["model"] = a.model;
+    j["threads"] = r.threads;
+    j["isa"] = std::string(kernels::isa_name(kernels::active_isa()));
+    j["weight_type"] = std::string(dtype_name(m->weights().layers.front().wq.type()));
+    j["parameters"] = m->parameter_count();
+    j["decode_weight_bytes"] = r.decode_weight_bytes;
+    for (const auto& p : r.prefill) j["prefill"].push_back({{"tokens", p.tokens}, {"tok_s", p.tok_per_s}});
+    j["prefill_tok_s"] = r.prefill.empty() ? 0.0 : r.prefill.back().tok_per_s;
+    j["decode_tokens"] = a.n;
+    j["decode_tok_s"] = r.decode_tok_per_s;
+    j["decode_gb_s"] = r.decode_gb_per_s;
+    if (a.roofline) {
+      j["bandwidth_gb_s"] = r.bandwidth_gb_per_s;
+      j["roofline_fraction"] = r.roofline_fraction;
+    }
+    std::printf("%s\n", j.dump().c_str());
+    return 0;
+  }
+  std::printf("model: %s\n  %s\n", a.model.c_str(), m->describe().c_str());
+  std::printf("threads: %d, kernels: %s\n", r.threads, std::string(kernels::isa_name(kernels::active_isa())).c_str());
+  for (const auto& p : r.prefill)
+    std::printf("prefill %5lld tokens: %9.1f tok/s\n", (long long)p.tokens, p.tok_per_s);
+  std::printf("decode  %5lld tokens: %9.1f tok/s  (%.1f GB/s of weights read)\n", (long long)a.n,
+              r.decode_tok_per_s, r.decode_gb_per_s);
+  if (a.roofline)
+    std::printf("roofline: measured read bandwidth %.1f GB/s; decode reaches %.0f%% of it\n",
+                r.bandwidth_gb_per_s, 100 * r.roofline_fraction);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_bench(CLI::App& app) {
+  auto a = std::make_shared<BenchArgs>();
+  app.add_option("-m,--model", a->model, "model file")->required();
+  app.add_option("-p,--prompt-lengths", a->prompts, "prefill lengths, comma-separated")->delimiter(',');
+  app.add_option("-n,--n-decode", a->n, "tokens to decode")->check(CLI::NonNegativeNumber);
+  app.add_option("-t,--threads", a->threads, "threads (default: physical cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("-r,--repeats", a->repeats, "repeats (median reported)")->check(CLI::PositiveNumber);
+  app.add_flag("--roofline", a->roofline, "also measure read bandwidth and decode's fraction of it");
+  app.add_flag("--json", a->json, "print one JSON object");
+  return [a] { return run_bench(*a); };
+}
+
+}  // namespace shrike::cli

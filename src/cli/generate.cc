@@ -1,0 +1,102 @@
+// `shrike generate`: prompt in, text (or token ids) streamed out, speeds on stderr.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/model_files.h"
+#include "core/thread_pool.h"
+#include "decode/sampler.h"
+#include "model/model.h"
+
+namespace shrike::cli {
+namespace {
+
+struct GenerateArgs {
+  std::string model, tokenizer, prompt;
+  int64_t n = 128;
+  decode::SamplerParams sampling;
+  int threads = 0;
+  bool ids = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+int run_generate(const GenerateArgs& a) {
+  auto model = model::load_model(a.model);
+  const auto tok = load_tokenizer(a.model, a.tokenizer, model->config().vocab_size);
+  const auto& c = model->config();
+  ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
+
+  std::vector<int32_t> tokens = tok->encode(a.prompt, c.add_bos);
+  if (tokens.empty()) tokens.push_back(c.bos_id);  // a model needs at least one position
+  const int64_t capacity = std::min<int64_t>(c.context_length, int64_t(tokens.size()) + a.n);
+  if (int64_t(tokens.size()) >= capacity)
+    throw std::invalid_argument("prompt of " + std::to_string(tokens.size()) +
+                                " tokens leaves no room in the context of " +
+                                std::to_string(c.context_length));
+  model::ContiguousKvCache kv(c.n_layers, capacity, c.kv_dim());
+  std::vector<float> logits(size_t(c.vocab_size));
+  decode::Sampler sampler(a.sampling);
+
+  // Prefill in chunks so that scratch memory stays bounded for long prompts.
+  const auto t0 = std::chrono::steady_clock::now();
+  constexpr int64_t kChunk = 512;
+  const int64_t n_prompt = int64_t(tokens.size());
+  for (int64_t p = 0; p < n_prompt; p += kChunk) {
+    const int64_t len = std::min(kChunk, n_prompt - p);
+    model->forward(tokens.data() + p, len, p, kv, p + len == n_prompt ? 1 : 0, logits.data(), pool);
+  }
+  const double prefill_s = seconds_since(t0);
+
+  const auto t1 = std::chrono::steady_clock::now();
+  int64_t generated = 0;
+  bool first_piece = n_prompt == 1;  // right after BOS the dummy-prefix space is dropped
+  std::vector<int32_t> out_ids;
+  for (int64_t pos = n_prompt; generated < a.n; ++pos) {
+    const int32_t next = sampler.sample(logits.data(), c.vocab_size);
+    if (next == c.eos_id || next == c.bos_id) break;
+    ++generated;
+    if (a.ids) {
+      std::printf(generated > 1 ? " %d" : "%d", next);
+    } else {
+      std::string piece = tok->token_to_piece(next);
+      if (first_piece && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+    }
+    first_piece = false;
+    std::fflush(stdout);
+    if (generated == a.n || pos >= capacity) break;
+    model->forward(&next, 1, pos, kv, 1, logits.data(), pool);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+  const double decode_s = seconds_since(t1);
+  std::fprintf(stderr, "prefill: %lld tokens, %.1f tok/s | decode: %lld tokens, %.1f tok/s | %d threads\n",
+               (long long)n_prompt, double(n_prompt) / prefill_s, (long long)generated,
+               generated > 0 ? double(generated) / decode_s : 0.0, pool.size());
+  return 0;
+}
+
+}  // namespace
+
+Runner add_generate(CLI::App& app) {
+  auto a = std::make_shared<GenerateArgs>();
+  app.add_option("-m,--model", a->model, "model file (.gguf or llama2.c .bin)")->required();
+  app.add_option("--tokenizer", a->tokenizer, "tokenizer (llama2.c tok*.bin or .gguf); default: the model's own");
+  app.add_option("-p,--prompt", a->prompt, "prompt text");
+  app.add_option("-n,--n-predict", a->n, "tokens to generate")->check(CLI::NonNegativeNumber);
+  app.add_option("--temp", a->sampling.temperature, "temperature; 0 = greedy")->check(CLI::NonNegativeNumber);
+  app.add_option("--top-k", a->sampling.top_k, "keep the k most likely tokens (0 = all)")->check(CLI::NonNegativeNumber);
+  app.add_option("--top-p", a->sampling.top_p, "nucleus sampling threshold")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--seed", a->sampling.seed, "random seed");
+  app.add_option("-t,--threads", a->threads, "threads (default: physical cores)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--ids", a->ids, "print generated token ids instead of text");
+  return [a] { return run_generate(*a); };
+}
+
+}  // namespace shrike::cli

@@ -1,0 +1,39 @@
+// shrike: one binary, one subcommand per job. This file only parses arguments and maps errors to
+// exit codes: 2 for bad input files (with a one-line message naming the file), 1 for the rest.
+#include <cstdio>
+#include <exception>
+#include <map>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/file_buffer.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"shrike: fast, measured LLM inference on CPU"};
+  app.require_subcommand(1);
+  std::map<CLI::App*, shrike::cli::Runner> runners;
+  auto add = [&](const char* name, const char* help, auto adder) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    runners[sub] = adder(*sub);
+  };
+  add("generate", "generate text from a prompt", shrike::cli::add_generate);
+  add("synth", "write a random-weight Llama model of any shape as GGUF", shrike::cli::add_synth);
+  add("bench", "measure prefill and decode speed (and the memory roofline)", shrike::cli::add_bench);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 1;
+  }
+  try {
+    for (auto& [sub, run] : runners)
+      if (sub->parsed()) return run();
+  } catch (const shrike::FileError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 1;
+}

@@ -1,0 +1,34 @@
+#include "cli/model_files.h"
+
+#include <cstring>
+
+#include "core/file_buffer.h"
+#include "gguf/gguf.h"
+
+namespace shrike::cli {
+namespace {
+bool is_gguf(const std::string& path) {
+  const MappedFile f = MappedFile::open(path);
+  return f.size() >= 4 && std::memcmp(f.data(), "GGUF", 4) == 0;
+}
+}  // namespace
+
+std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const std::string& model_path,
+                                                     const std::string& tokenizer_path,
+                                                     int64_t vocab_size) {
+  const std::string& path = tokenizer_path.empty() ? model_path : tokenizer_path;
+  tokenizer::Vocab vocab;
+  if (is_gguf(path)) {
+    vocab = tokenizer::vocab_from_gguf(gguf::GgufFile::open(path));
+  } else if (!tokenizer_path.empty()) {
+    vocab = tokenizer::load_llama2c_vocab(path, int32_t(vocab_size));
+  } else {
+    throw FileError(model_path + ": a llama2.c model needs --tokenizer (its tok*.bin file)");
+  }
+  if (int64_t(vocab.pieces.size()) != vocab_size)
+    throw FileError(path + ": tokenizer has " + std::to_string(vocab.pieces.size()) +
+                    " tokens, the model " + std::to_string(vocab_size));
+  return std::make_unique<tokenizer::Tokenizer>(std::move(vocab));
+}
+
+}  // namespace shrike::cli

@@ -1,0 +1,37 @@
+// `shrike synth`: a random-weight Llama model of any shape, as GGUF.
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "model/synth.h"
+
+namespace shrike::cli {
+
+Runner add_synth(CLI::App& app) {
+  auto o = std::make_shared<model::SynthOptions>();
+  auto type = std::make_shared<std::string>("f16");
+  auto out = std::make_shared<std::string>();
+  app.add_option("--dim", o->dim, "embedding width")->required()->check(CLI::PositiveNumber);
+  app.add_option("--layers", o->n_layers, "decoder blocks")->required()->check(CLI::PositiveNumber);
+  app.add_option("--heads", o->n_heads, "attention heads")->required()->check(CLI::PositiveNumber);
+  app.add_option("--kv-heads", o->n_kv_heads, "key/value heads (default: --heads)")->check(CLI::PositiveNumber);
+  app.add_option("--ffn", o->ffn_dim, "feed-forward width")->required()->check(CLI::PositiveNumber);
+  app.add_option("--vocab", o->vocab, "vocabulary size")->check(CLI::PositiveNumber);
+  app.add_option("--vocab-from", o->vocab_from, "copy the tokenizer from this GGUF");
+  app.add_option("--context", o->context_length, "context length")->check(CLI::PositiveNumber);
+  app.add_option("--type", *type, "weight type: f32|f16|bf16|q8_0|q4_0")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));
+  app.add_option("--seed", o->seed, "random seed");
+  app.add_flag("--tied", o->tied_output, "tie the output matrix to the token embedding");
+  app.add_option("-o,--output", *out, "output .gguf path")->required();
+  auto kv_heads = app.get_option("--kv-heads");
+  return [o, type, out, kv_heads] {
+    if (kv_heads->count() == 0) o->n_kv_heads = o->n_heads;
+    o->type = *dtype_from_name(*type);
+    model::write_synth_model(*o, *out);
+    std::fprintf(stderr, "wrote %s\n", out->c_str());
+    return 0;
+  };
+}
+
+}  // namespace shrike::cli

@@ -1,0 +1,233 @@
+// Model files -> Model: GGUF (any supported weight type) and llama2.c .bin (f32). Every shape is
+// checked against the configuration before a byte of tensor data is read.
+#include <cstring>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "core/file_buffer.h"
+#include "gguf/gguf.h"
+#include "model/model.h"
+
+namespace shrike::model {
+namespace {
+
+// A tensor as a file holds it: GGUF dimension order (dims[0] innermost).
+struct TensorRef {
+  DType type = DType::F32;
+  std::vector<int64_t> dims;
+  const void* data = nullptr;
+};
+
+std::string dims_string(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// Looks tensors up by GGUF name and checks their shapes, with errors naming the file.
+class TensorTable {
+ public:
+  TensorTable(std::string path, std::map<std::string, TensorRef> tensors)
+      : path_(std::move(path)), tensors_(std::move(tensors)) {}
+
+  bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+
+  const TensorRef& get(const std::string& name, const std::vector<int64_t>& dims) const {
+    auto it = tensors_.find(name);
+    if (it == tensors_.end()) throw FileError(path_ + ": missing tensor '" + name + "'");
+    if (it->second.dims != dims)
+      throw FileError(path_ + ": tensor '" + name + "' has shape " + dims_string(it->second.dims) +
+                      ", expected " + dims_string(dims));
+    return it->second;
+  }
+
+  // A weight matrix [rows][cols] (GGUF dims {cols, rows}), repacked for the kernels.
+  kernels::PackedMatrix matrix(const std::string& name, int64_t rows, int64_t cols) const {
+    const TensorRef& t = get(name, {cols, rows});
+    return kernels::PackedMatrix::pack(t.type, rows, cols, t.data);
+  }
+
+  // A vector of n values (norm weights, biases), converted to f32.
+  std::vector<float> vector(const std::string& name, int64_t n) const {
+    const TensorRef& t = get(name, {n});
+    if (n % dtype_block_elems(t.type) != 0)
+      throw FileError(path_ + ": tensor '" + name + "' cannot be of type " +
+                      std::string(dtype_name(t.type)));
+    std::vector<float> out(static_cast<size_t>(n));
+    dequantize_row(t.type, t.data, out.data(), n);
+    return out;
+  }
+
+ private:
+  std::string path_;
+  std::map<std::string, TensorRef> tensors_;
+};
+
+ModelWeights bind_weights(const ModelConfig& c, const TensorTable& t) {
+  ModelWeights w;
+  w.token_embedding = t.matrix("token_embd.weight", c.vocab_size, c.dim);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights lw;
+    lw.attn_norm = t.vector(p + "attn_norm.weight", c.dim);
+    lw.wq = t.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
+    lw.wk = t.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
+    lw.wv = t.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+    lw.wo = t.matrix(p + "attn_output.weight", c.dim, c.q_dim());
+    if (c.qkv_bias) {
+      lw.bq = t.vector(p + "attn_q.bias", c.q_dim());
+      lw.bk = t.vector(p + "attn_k.bias", c.kv_dim());
+      lw.bv = t.vector(p + "attn_v.bias", c.kv_dim());
+    }
+    lw.ffn_norm = t.vector(p + "ffn_norm.weight", c.dim);
+    lw.w_gate = t.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
+    lw.w_up = t.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+    lw.w_down = t.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
+    w.layers.push_back(std::move(lw));
+  }
+  w.output_norm = t.vector("output_norm.weight", c.dim);
+  if (!c.tied_output) w.output = t.matrix("output.weight", c.vocab_size, c.dim);
+  return w;
+}
+
+std::unique_ptr<Model> make_model(const std::string& path, ModelConfig c, const TensorTable& t) {
+  try {
+    c.validate();
+  } catch (const std::invalid_argument& e) {
+    throw FileError(path + ": " + e.what());
+  }
+  return std::make_unique<Model>(c, bind_weights(c, t));
+}
+
+// ---- GGUF ----
+
+std::unique_ptr<Model> load_gguf(const std::string& path) {
+  const auto f = gguf::GgufFile::open(path);
+  ModelConfig c;
+  c.architecture = f.get_string("general.architecture");
+  const std::string& a = c.architecture;
+  if (a != "llama" && a != "qwen2" && a != "mistral")
+    throw FileError(path + ": unsupported architecture '" + a +
+                    "' (supported: llama, qwen2, mistral)");
+  auto key = [&](const char* suffix) { return a + "." + suffix; };
+  auto count = [&](const char* suffix) {
+    const uint64_t v = f.get_uint(key(suffix));
+    if (v > (uint64_t(1) << 40)) throw FileError(path + ": metadata '" + key(suffix) + "' is absurd");
+    return int64_t(v);
+  };
+  c.dim = count("embedding_length");
+  c.n_layers = count("block_count");
+  c.ffn_dim = count("feed_forward_length");
+  c.n_heads = count("attention.head_count");
+  c.n_kv_heads = f.has(key("attention.head_count_kv")) ? count("attention.head_count_kv") : c.n_heads;
+  c.head_dim = f.has(key("attention.key_length")) ? count("attention.key_length")
+                                                  : (c.n_heads > 0 ? c.dim / c.n_heads : 0);
+  c.context_length = f.has(key("context_length")) ? count("context_length") : 2048;
+  c.rms_eps = float(f.get_float_or(key("attention.layer_norm_rms_epsilon"), 1e-5));
+  c.rope_theta = float(f.get_float_or(key("rope.freq_base"), 10000.0));
+  c.rope_dims = f.has(key("rope.dimension_count")) ? count("rope.dimension_count") : c.head_dim;
+  c.rope_layout = a == "qwen2" ? kernels::RopeLayout::NeoX : kernels::RopeLayout::Adjacent;
+  c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.tied_output = f.find_tensor("output.weight") == nullptr;
+  c.bos_id = int32_t(f.get_uint_or("tokenizer.ggml.bos_token_id", 1));
+  c.eos_id = int32_t(f.get_uint_or("tokenizer.ggml.eos_token_id", 2));
+  c.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", a != "qwen2");
+
+  const auto& embd = f.tensor("token_embd.weight");
+  if (embd.dims.size() != 2)
+    throw FileError(path + ": tensor 'token_embd.weight' must have 2 dimensions");
+  c.vocab_size = embd.dims[1];
+  if (f.has("tokenizer.ggml.tokens")) {
+    const auto* tokens = f.find("tokenizer.ggml.tokens");
+    if (tokens->array_size != uint64_t(c.vocab_size))
+      throw FileError(path + ": tokenizer has " + std::to_string(tokens->array_size) +
+                      " tokens but token_embd.weight has " + std::to_string(c.vocab_size) + " rows");
+  }
+
+  std::map<std::string, TensorRef> tensors;
+  for (const auto& t : f.tensors()) tensors[t.name] = TensorRef{t.type, t.dims, t.data};
+  TensorTable table(path, std::move(tensors));
+  if (table.has("rope_freqs.weight")) c.rope_freq_factors = table.vector("rope_freqs.weight", c.rope_dims / 2);
+  return make_model(path, std::move(c), table);
+}
+
+// ---- llama2.c ----
+
+// llama2.c checkpoints: 7 int32 (dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
+// seq_len; a negative vocab_size means a separate classifier), then f32 arrays (see
+// shared/reference/stories260K/README.md).
+std::unique_ptr<Model> load_llama2c(const std::string& path, const MappedFile& file) {
+  if (file.size() < 28) throw FileError(path + ": truncated: llama2.c header needs 28 bytes");
+  int32_t h[7];
+  std::memcpy(h, file.data(), sizeof h);
+  for (int i = 0; i < 7; ++i)
+    if (h[i] == 0 || (h[i] < 0 && i != 5) || h[i] > (1 << 24) || h[i] < -(1 << 24))
+      throw FileError(path + ": not a model file (neither GGUF nor a plausible llama2.c header)");
+  ModelConfig c;
+  c.dim = h[0];
+  c.ffn_dim = h[1];
+  c.n_layers = h[2];
+  c.n_heads = h[3];
+  c.n_kv_heads = h[4];
+  c.vocab_size = h[5] < 0 ? -int64_t(h[5]) : h[5];
+  c.tied_output = h[5] > 0;
+  c.context_length = h[6];
+  c.head_dim = c.dim % c.n_heads == 0 ? c.dim / c.n_heads : 0;
+  c.rope_dims = c.head_dim;
+  try {
+    c.validate();
+  } catch (const std::invalid_argument& e) {
+    throw FileError(path + ": " + e.what());
+  }
+
+  const int64_t L = c.n_layers, D = c.dim, F = c.ffn_dim, KV = c.kv_dim(), V = c.vocab_size;
+  // Element counts in file order; the two freq_cis tables are skipped (we compute RoPE).
+  const int64_t freq_cis = c.context_length * c.head_dim;  // real + imag halves
+  const int64_t floats = V * D + L * D + L * D * D + 2 * L * KV * D + L * D * D + L * D +
+                         3 * L * F * D + D + freq_cis + (c.tied_output ? 0 : V * D);
+  const uint64_t need = 28 + uint64_t(floats) * 4;
+  if (file.size() != need)
+    throw FileError(path + ": llama2.c file is " + std::to_string(file.size()) +
+                    " bytes but its header implies " + std::to_string(need));
+
+  const float* p = reinterpret_cast<const float*>(file.data() + 28);
+  std::map<std::string, TensorRef> t;
+  auto take = [&](const std::string& name, std::vector<int64_t> dims) {
+    t[name] = TensorRef{DType::F32, dims, p};
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    p += n;
+  };
+  // Per-kind arrays hold all layers back to back: register each layer's slice in turn.
+  auto take_layers = [&](const std::string& suffix, std::vector<int64_t> dims) {
+    for (int64_t l = 0; l < L; ++l) take("blk." + std::to_string(l) + "." + suffix, dims);
+  };
+  take("token_embd.weight", {D, V});
+  take_layers("attn_norm.weight", {D});
+  take_layers("attn_q.weight", {D, D});
+  take_layers("attn_k.weight", {D, KV});
+  take_layers("attn_v.weight", {D, KV});
+  take_layers("attn_output.weight", {D, D});
+  take_layers("ffn_norm.weight", {D});
+  take_layers("ffn_gate.weight", {D, F});  // w1
+  take_layers("ffn_down.weight", {F, D});  // w2
+  take_layers("ffn_up.weight", {D, F});    // w3
+  take("output_norm.weight", {D});
+  p += freq_cis;
+  if (!c.tied_output) take("output.weight", {D, V});
+  return make_model(path, std::move(c), TensorTable(path, std::move(t)));
+}
+
+}  // namespace
+
+std::unique_ptr<Model> load_model(const std::string& path) {
+  MappedFile file = MappedFile::open(path);
+  if (file.size() >= 4 && std::memcmp(file.data(), "GGUF", 4) == 0) {
+    file = MappedFile();  // GgufFile maps it again itself
+    return load_gguf(path);
+  }
+  return load_llama2c(path, file);
+}
+
+}  // namespace shrike::model

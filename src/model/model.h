@@ -1,0 +1,74 @@
+// A loaded Llama-family model: configuration, weights repacked for the kernels, and the forward
+// pass over a run of tokens of one sequence.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+
+namespace shrike::model {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;                 // [dim]
+  kernels::PackedMatrix wq, wk, wv, wo;         // [q_dim][dim], [kv_dim][dim] x2, [dim][q_dim]
+  std::vector<float> bq, bk, bv;                // Qwen2 biases; empty otherwise
+  std::vector<float> ffn_norm;                  // [dim]
+  kernels::PackedMatrix w_gate, w_up, w_down;   // [ffn][dim], [ffn][dim], [dim][ffn]
+};
+
+struct ModelWeights {
+  kernels::PackedMatrix token_embedding;  // [vocab][dim]
+  std::vector<LayerWeights> layers;
+  std::vector<float> output_norm;    // [dim]
+  kernels::PackedMatrix output;      // [vocab][dim]; empty when tied to the embedding
+};
+
+// Activations of one forward call, reused across calls (grown, never shrunk).
+struct ForwardScratch {
+  std::vector<float> x, xn, q, k, v, att, gate, up, logits;
+  std::vector<float> rope_table;  // [context][rope_dims/2][cos, sin]
+};
+
+class Model {
+ public:
+  Model(ModelConfig config, ModelWeights weights);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const kernels::PackedMatrix& output_matrix() const;
+  // Bytes of weights a decode step reads: every matrix once, except the embedding (one row).
+  size_t decode_weight_bytes() const;
+  // Bytes of all weights as stored.
+  size_t total_weight_bytes() const;
+  int64_t parameter_count() const;
+  std::string describe() const;
+
+  // Runs tokens[0..n) at positions pos0..pos0+n-1, storing their keys/values in kv, and writes
+  // the logits of the last `n_logits` tokens (0 <= n_logits <= n) to logits: [n_logits][vocab].
+  // Throws std::out_of_range when the positions exceed the cache or the model's context, or a
+  // token id is outside the vocabulary.
+  void forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv, int64_t n_logits,
+               float* logits, ThreadPool& pool) const;
+
+ private:
+  void attention_block(int64_t layer, int64_t n, int64_t pos0, KvCache& kv, ThreadPool& pool) const;
+  void ffn_block(int64_t layer, int64_t n, ThreadPool& pool) const;
+  void ensure_scratch(int64_t n) const;
+
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::vector<float> rope_table_;  // [context][rope_dims/2][cos, sin]
+  mutable ForwardScratch scratch_;
+};
+
+// Loads a model file: GGUF (by magic) or llama2.c .bin. Throws FileError with a one-line message
+// naming the file and what is wrong.
+std::unique_ptr<Model> load_model(const std::string& path);
+
+}  // namespace shrike::model

@@ -1,0 +1,174 @@
+#include "model/synth.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "model/config.h"
+
+namespace shrike::model {
+namespace {
+
+// xorshift64*: fast and reproducible across platforms (std:: distributions are not).
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  uint64_t next() {
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return s * 0x2545F4914F6CDD1Dull;
+  }
+  // Uniform in [-1, 1).
+  float symmetric() { return float(int64_t(next() >> 11) - (int64_t(1) << 52)) / float(int64_t(1) << 52); }
+};
+
+void add_matrix(gguf::GgufWriter& w, const std::string& name, int64_t rows, int64_t cols,
+                DType type, float stddev, Rng& rng) {
+  // Uniform on [-a, a] has standard deviation a / sqrt(3).
+  const float a = stddev * std::sqrt(3.0f);
+  std::vector<float> row(static_cast<size_t>(cols));
+  const size_t row_bytes = size_t(dtype_row_bytes(type, cols));
+  std::vector<uint8_t> data(size_t(rows) * row_bytes);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto& x : row) x = a * rng.symmetric();
+    quantize_row(type, row.data(), data.data() + size_t(r) * row_bytes, cols);
+  }
+  w.add_tensor(name, type, {cols, rows}, data.data(), data.size());
+}
+
+void add_ones(gguf::GgufWriter& w, const std::string& name, int64_t n) {
+  std::vector<float> ones(static_cast<size_t>(n), 1.0f);
+  w.add_tensor(name, DType::F32, {n}, ones.data(), ones.size() * 4);
+}
+
+// A SentencePiece-style vocabulary of exactly n pieces: <unk>, <s>, </s>, the 256 byte pieces,
+// then made-up lowercase words with and without the word-start mark, scored by length so that
+// the tokenizer merges them.
+void add_synthetic_vocab(gguf::GgufWriter& w, int64_t n) {
+  if (n < 3 + 256 + 1) throw std::invalid_argument("synth: --vocab must be at least 260");
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<int32_t> types = {2, 3, 3};
+  static const char* kHex = "0123456789ABCDEF";
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(std::string("<0x") + kHex[b >> 4] + kHex[b & 15] + ">");
+    types.push_back(6);
+  }
+  const std::string mark = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+  tokens.push_back(mark);
+  types.push_back(1);
+  for (int64_t i = 0; int64_t(tokens.size()) < n; ++i) {
+    std::string word;  // bijective base-26: a..z, aa..zz, ...
+    for (int64_t k = i + 1; k > 0; k = (k - 1) / 26) word.insert(word.begin(), char('a' + (k - 1) % 26));
+    tokens.push_back(mark + word);
+    types.push_back(1);
+    if (int64_t(tokens.size()) < n) {
+      tokens.push_back(word);
+      types.push_back(1);
+    }
+  }
+  std::vector<float> scores;
+  for (size_t i = 0; i < tokens.size(); ++i) scores.push_back(i < 259 ? 0.0f : -float(i));
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  w.set_float32_array("tokenizer.ggml.scores", scores);
+  w.set_int32_array("tokenizer.ggml.token_type", types);
+  w.set_uint32("tokenizer.ggml.bos_token_id", 1);
+  w.set_uint32("tokenizer.ggml.eos_token_id", 2);
+  w.set_uint32("tokenizer.ggml.unknown_token_id", 0);
+  w.set_bool("tokenizer.ggml.add_bos_token", true);
+  w.set_bool("tokenizer.ggml.add_eos_token", false);
+}
+
+// Copies the tokenizer keys of another GGUF; returns its vocabulary size.
+int64_t copy_vocab(gguf::GgufWriter& w, const std::string& path) {
+  const auto f = gguf::GgufFile::open(path);
+  const std::string model = f.get_string("tokenizer.ggml.model");
+  const auto tokens = f.get_string_array("tokenizer.ggml.tokens");
+  w.set_string("tokenizer.ggml.model", model);
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  if (f.has("tokenizer.ggml.scores")) {
+    std::vector<float> scores;
+    for (double s : f.get_float_array("tokenizer.ggml.scores")) scores.push_back(float(s));
+    w.set_float32_array("tokenizer.ggml.scores", scores);
+  }
+  if (f.has("tokenizer.ggml.token_type")) {
+    std::vector<int32_t> types;
+    for (int64_t t : f.get_int_array("tokenizer.ggml.token_type")) types.push_back(int32_t(t));
+    w.set_int32_array("tokenizer.ggml.token_type", types);
+  }
+  if (f.has("tokenizer.ggml.merges")) w.set_string_array("tokenizer.ggml.merges", f.get_string_array("tokenizer.ggml.merges"));
+  if (f.has("tokenizer.ggml.pre")) w.set_string("tokenizer.ggml.pre", f.get_string("tokenizer.ggml.pre"));
+  for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                          "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"})
+    if (f.has(key)) w.set_uint32(key, uint32_t(f.get_uint(key)));
+  for (const char* key : {"tokenizer.ggml.add_bos_token", "tokenizer.ggml.add_eos_token",
+                          "tokenizer.ggml.add_space_prefix"})
+    if (f.has(key)) w.set_bool(key, f.get_bool(key));
+  return int64_t(tokens.size());
+}
+
+}  // namespace
+
+void write_synth_model(const SynthOptions& opt, const std::string& path) {
+  ModelConfig c;
+  c.dim = opt.dim;
+  c.n_layers = opt.n_layers;
+  c.n_heads = opt.n_heads;
+  c.n_kv_heads = opt.n_kv_heads;
+  c.head_dim = opt.n_heads > 0 && opt.dim % opt.n_heads == 0 ? opt.dim / opt.n_heads : 0;
+  c.rope_dims = c.head_dim;
+  c.ffn_dim = opt.ffn_dim;
+  c.vocab_size = opt.vocab;
+  c.context_length = opt.context_length;
+  if (opt.n_heads <= 0 || opt.dim % opt.n_heads != 0)
+    throw std::invalid_argument("synth: --dim must be a multiple of --heads");
+  const int64_t block = dtype_block_elems(opt.type);
+  if (opt.dim % block != 0 || opt.ffn_dim % block != 0)
+    throw std::invalid_argument("synth: --dim and --ffn must be multiples of 32 for " +
+                                std::string(dtype_name(opt.type)));
+
+  gguf::GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.set_string("general.name", "shrike-synth");
+  // llama.cpp's file-type numbering (LLAMA_FTYPE_*): all f32 0, mostly f16 1, q4_0 2, q8_0 7, bf16 32.
+  const uint32_t ftype = opt.type == DType::F32 ? 0 : opt.type == DType::F16 ? 1
+                       : opt.type == DType::Q4_0 ? 2 : opt.type == DType::Q8_0 ? 7 : 32;
+  w.set_uint32("general.file_type", ftype);
+  if (!opt.vocab_from.empty()) c.vocab_size = copy_vocab(w, opt.vocab_from);
+  else add_synthetic_vocab(w, opt.vocab);
+  c.validate();
+
+  w.set_uint32("llama.context_length", uint32_t(c.context_length));
+  w.set_uint32("llama.embedding_length", uint32_t(c.dim));
+  w.set_uint32("llama.block_count", uint32_t(c.n_layers));
+  w.set_uint32("llama.feed_forward_length", uint32_t(c.ffn_dim));
+  w.set_uint32("llama.rope.dimension_count", uint32_t(c.rope_dims));
+  w.set_uint32("llama.attention.head_count", uint32_t(c.n_heads));
+  w.set_uint32("llama.attention.head_count_kv", uint32_t(c.n_kv_heads));
+  w.set_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+  w.set_float32("llama.rope.freq_base", 10000.0f);
+  w.set_uint32("llama.vocab_size", uint32_t(c.vocab_size));
+
+  Rng rng(opt.seed);
+  const float sd = 0.02f;
+  add_matrix(w, "token_embd.weight", c.vocab_size, c.dim, opt.type, 1.0f, rng);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    add_ones(w, p + "attn_norm.weight", c.dim);
+    add_matrix(w, p + "attn_q.weight", c.q_dim(), c.dim, opt.type, sd, rng);
+    add_matrix(w, p + "attn_k.weight", c.kv_dim(), c.dim, opt.type, sd, rng);
+    add_matrix(w, p + "attn_v.weight", c.kv_dim(), c.dim, opt.type, sd, rng);
+    add_matrix(w, p + "attn_output.weight", c.dim, c.q_dim(), opt.type, sd, rng);
+    add_ones(w, p + "ffn_norm.weight", c.dim);
+    add_matrix(w, p + "ffn_gate.weight", c.ffn_dim, c.dim, opt.type, sd, rng);
+    add_matrix(w, p + "ffn_up.weight", c.ffn_dim, c.dim, opt.type, sd, rng);
+    add_matrix(w, p + "ffn_down.weight", c.dim, c.ffn_dim, opt.type, sd, rng);
+  }
+  add_ones(w, "output_norm.weight", c.dim);
+  if (!opt.tied_output) add_matrix(w, "output.weight", c.vocab_size, c.dim, opt.type, sd, rng);
+  w.write(path);
+}
+
+}  // namespace shrike::model

@@ -1,0 +1,27 @@
+// Random-weight Llama models of any shape, written as GGUF files that both shrike and llama.cpp
+// load, so the two engines can be timed on the same file.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/dtype.h"
+
+namespace shrike::model {
+
+struct SynthOptions {
+  int64_t dim = 768, n_layers = 12, n_heads = 12, n_kv_heads = 12, ffn_dim = 2048, vocab = 32000;
+  int64_t context_length = 2048;
+  DType type = DType::F16;
+  uint64_t seed = 1;
+  bool tied_output = false;
+  // Copy the tokenizer from this GGUF (its vocabulary size wins); otherwise a synthetic
+  // SentencePiece-style vocabulary (control, byte and made-up word pieces) is written.
+  std::string vocab_from;
+};
+
+// Writes the model to `path`. Throws std::invalid_argument for impossible shapes and FileError for
+// files that cannot be read or written.
+void write_synth_model(const SynthOptions& opt, const std::string& path);
+
+}  // namespace shrike::model

@@ -1,0 +1,102 @@
+// Forward-pass properties on synthetic models of every weight type: thread-count independence,
+// batched prefill equal to token-by-token decoding, and input validation.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "decode/sampler.h"
+#include "model/model.h"
+#include "model/synth.h"
+
+namespace shrike {
+namespace {
+
+std::string synth_file(DType type, int64_t kv_heads = 2) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("shrike_model_test_" + std::string(dtype_name(type)) + "_" +
+                     std::to_string(kv_heads) + ".gguf");
+  model::SynthOptions o;
+  o.dim = 128;
+  o.n_layers = 2;
+  o.n_heads = 4;
+  o.n_kv_heads = kv_heads;
+  o.ffn_dim = 320;
+  o.vocab = 400;
+  o.context_length = 256;
+  o.type = type;
+  o.seed = 3;
+  model::write_synth_model(o, path.string());
+  return path.string();
+}
+
+std::vector<int32_t> greedy(const model::Model& m, std::vector<int32_t> prompt, int n, int threads) {
+  ThreadPool pool(threads);
+  const auto& c = m.config();
+  model::ContiguousKvCache kv(c.n_layers, int64_t(prompt.size()) + n, c.kv_dim());
+  std::vector<float> logits(size_t(c.vocab_size));
+  m.forward(prompt.data(), int64_t(prompt.size()), 0, kv, 1, logits.data(), pool);
+  std::vector<int32_t> out;
+  for (int i = 0; i < n; ++i) {
+    const int32_t next = decode::argmax(logits.data(), c.vocab_size);
+    out.push_back(next);
+    m.forward(&next, 1, int64_t(prompt.size()) + i, kv, 1, logits.data(), pool);
+  }
+  return out;
+}
+
+class SynthModelTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(SynthModelTest, GreedyOutputIsTheSameWithOneAndTwoThreads) {
+  const auto m = model::load_model(synth_file(GetParam()));
+  const std::vector<int32_t> prompt = {1, 300, 17, 42, 99, 260, 5};
+  const auto one = greedy(*m, prompt, 40, 1);
+  const auto two = greedy(*m, prompt, 40, 2);
+  EXPECT_EQ(one, two);
+  EXPECT_EQ(one.size(), 40u);
+}
+
+TEST_P(SynthModelTest, BatchedPrefillMatchesTokenByToken) {
+  const auto m = model::load_model(synth_file(GetParam(), 1));
+  const auto& c = m->config();
+  ThreadPool pool(2);
+  const std::vector<int32_t> prompt = {1, 7, 300, 201, 42, 399, 3, 260, 12, 11, 10};
+  const int64_t n = int64_t(prompt.size());
+  model::ContiguousKvCache kv_batch(c.n_layers, n, c.kv_dim()), kv_step(c.n_layers, n, c.kv_dim());
+  std::vector<float> batch(size_t(n * c.vocab_size)), step(size_t(c.vocab_size));
+  m->forward(prompt.data(), n, 0, kv_batch, n, batch.data(), pool);
+  for (int64_t t = 0; t < n; ++t) {
+    m->forward(&prompt[size_t(t)], 1, t, kv_step, 1, step.data(), pool);
+    for (int64_t v = 0; v < c.vocab_size; ++v)
+      // Quantised paths may round activations per call; the logits of random models are O(1).
+      ASSERT_NEAR(batch[size_t(t * c.vocab_size + v)], step[size_t(v)], 2e-3f)
+          << "position " << t << " token " << v;
+  }
+}
+
+TEST_P(SynthModelTest, RejectsPositionsPastTheCacheAndBadTokenIds) {
+  const auto m = model::load_model(synth_file(GetParam()));
+  const auto& c = m->config();
+  ThreadPool pool(1);
+  model::ContiguousKvCache kv(c.n_layers, 4, c.kv_dim());
+  std::vector<float> logits(size_t(c.vocab_size));
+  const int32_t ok = 5, bad = int32_t(c.vocab_size);
+  EXPECT_THROW(m->forward(&ok, 1, 4, kv, 1, logits.data(), pool), std::out_of_range);
+  EXPECT_THROW(m->forward(&bad, 1, 0, kv, 1, logits.data(), pool), std::out_of_range);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllWeightTypes, SynthModelTest,
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0,
+                                           DType::Q4_0),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(ModelConfig, Llama3RopeFactorsFollowTheReferenceBands) {
+  // Llama-3.1 8B: theta 500000, factor 8, low 1, high 4, original context 8192, head dim 128.
+  const auto f = model::llama3_rope_factors(128, 500000.0f, 8.0f, 1.0f, 4.0f, 8192);
+  ASSERT_EQ(f.size(), 64u);
+  EXPECT_FLOAT_EQ(f.front(), 1.0f);  // highest frequency: wavelength far below 8192/4
+  EXPECT_FLOAT_EQ(f.back(), 8.0f);   // lowest frequency: wavelength above 8192
+  for (size_t i = 1; i < f.size(); ++i) EXPECT_GE(f[i], f[i - 1]);  // monotone in between
+}
+
+}  // namespace
+}  // namespace shrike
