@@ -10,7 +10,7 @@ namespace shrike {
 namespace {
 // About 50-100 us of spinning before a worker sleeps: long enough to bridge the gap between two
 // kernels of one forward pass, short enough not to burn a core between requests.
-constexpr int kSpinIterations = 20000;
+constexpr int kSpinIterations = 4000;
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
@@ -35,7 +35,15 @@ void ThreadPool::run_erased(Erased fn, void* ctx) {
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   fn(ctx, 0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+  // Spin while the workers finish (the common case: microseconds); yield once it takes long,
+  // which happens when there are more threads than free cores and a worker lost its CPU.
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < kSpinIterations) {
+      _mm_pause();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 void ThreadPool::worker(int index) {
@@ -46,6 +54,8 @@ void ThreadPool::worker(int index) {
     while ((g = generation_.load(std::memory_order_acquire)) == seen) {
       if (++spins < kSpinIterations) {
         _mm_pause();
+      } else if (spins < 2 * kSpinIterations) {
+        std::this_thread::yield();
       } else {
         generation_.wait(seen, std::memory_order_acquire);
       }
