@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "decode/sampler.h"
+#include "gguf/gguf.h"
 #include "kernels/isa.h"
 #include "model/model.h"
 #include "shared_data.h"
@@ -25,7 +26,7 @@ nlohmann::json load_golden() {
   return nlohmann::json::parse(in);
 }
 
-struct Run {
+struct GreedyRun {
   std::vector<int32_t> generated;
   std::vector<std::vector<float>> step_logits;  // first 16 steps
   std::vector<float> prompt_final_logits;
@@ -33,14 +34,14 @@ struct Run {
 
 // Greedy generation with run.c's conventions: forward passes until position `steps`, stopping if
 // BOS is sampled.
-Run generate_greedy(const model::Model& m, const std::vector<int32_t>& prompt, int64_t steps,
+GreedyRun generate_greedy(const model::Model& m, const std::vector<int32_t>& prompt, int64_t steps,
                     int threads) {
   const auto& c = m.config();
   ThreadPool pool(threads);
   model::ContiguousKvCache kv(c.n_layers, steps, c.kv_dim());
   std::vector<float> logits(size_t(c.vocab_size));
   m.forward(prompt.data(), int64_t(prompt.size()), 0, kv, 1, logits.data(), pool);
-  Run r;
+  GreedyRun r;
   r.prompt_final_logits = logits;
   for (int64_t pos = int64_t(prompt.size()); pos <= steps; ++pos) {
     if (r.step_logits.size() < 16) r.step_logits.push_back(logits);
@@ -71,7 +72,7 @@ TEST_P(GoldenTest, ReproducesLlama2cTokensAndLogits) {
     SCOPED_TRACE("prompt \"" + cs["prompt"].get<std::string>() + "\"");
     const auto prompt = tok.encode(cs["prompt"].get<std::string>(), true);
     ASSERT_EQ(prompt, cs["prompt_token_ids"].get<std::vector<int32_t>>());
-    const Run r = generate_greedy(*m, prompt, steps, threads);
+    const GreedyRun r = generate_greedy(*m, prompt, steps, threads);
     EXPECT_EQ(r.generated, cs["greedy_token_ids"].get<std::vector<int32_t>>());
 
     const auto final_logits = cs["prompt_final_position_logits"].get<std::vector<float>>();

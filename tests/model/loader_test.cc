@@ -3,6 +3,8 @@
 // tests/gguf; these are the model-level cases.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -14,7 +16,7 @@ namespace shrike {
 namespace {
 
 std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("shrike_loader_test_" + name)).string();
+  return (std::filesystem::temp_directory_path() / ("shrike_loader_test_" + std::to_string(getpid()) + "_" + name)).string();
 }
 
 // A tiny valid one-layer llama GGUF; `edit` may change metadata or tensors before writing.

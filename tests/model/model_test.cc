@@ -2,6 +2,8 @@
 // batched prefill equal to token-by-token decoding, and input validation.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "decode/sampler.h"
@@ -13,7 +15,8 @@ namespace {
 
 std::string synth_file(DType type, int64_t kv_heads = 2) {
   const auto path = std::filesystem::temp_directory_path() /
-                    ("shrike_model_test_" + std::string(dtype_name(type)) + "_" +
+                    ("shrike_model_test_" + std::to_string(getpid()) + "_" +
+                     std::string(dtype_name(type)) + "_" +
                      std::to_string(kv_heads) + ".gguf");
   model::SynthOptions o;
   o.dim = 128;
