@@ -1,0 +1,135 @@
+// The `shrike` command as a user runs it: exit codes, one-line errors naming the file, the
+// documented output formats.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "shared_data.h"
+
+namespace shrike {
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+// Runs `shrike ARGS` (ARGS already shell-quoted), capturing stdout and stderr separately.
+Result shrike(const std::string& args) {
+  const auto err_path = std::filesystem::temp_directory_path() /
+                        ("shrike_cli_test_" + std::to_string(getpid()) + ".err");
+  const std::string cmd = std::string(SHRIKE_BINARY) + " " + args + " 2>" + err_path.string();
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(err_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  std::filesystem::remove(err_path);
+  return r;
+}
+
+std::string temp_file(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("shrike_cli_test_" + std::to_string(getpid()) + "_" + name))
+      .string();
+}
+
+void expect_bad_file(const std::string& path, const std::string& phrase) {
+  const Result r = shrike("generate -m " + path + " -p hi -n 2");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(phrase), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+}
+
+TEST(Cli, BadModelFilesExitWithCode2AndOneLineNamingTheFile) {
+  const std::string magic = temp_file("magic.gguf");
+  std::ofstream(magic) << "GGUX and then some more bytes to look like a header..........";
+  expect_bad_file(magic, "not a model file");
+
+  const std::string version = temp_file("version.gguf");
+  {
+    std::ofstream out(version, std::ios::binary);
+    const uint32_t v = 99;
+    const uint64_t zero = 0;
+    out.write("GGUF", 4);
+    out.write(reinterpret_cast<const char*>(&v), 4);
+    out.write(reinterpret_cast<const char*>(&zero), 8);
+    out.write(reinterpret_cast<const char*>(&zero), 8);
+  }
+  expect_bad_file(version, "version");
+
+  const std::string truncated = temp_file("truncated.gguf");
+  std::ofstream(truncated) << "GGUF";
+  expect_bad_file(truncated, "truncated");
+
+  expect_bad_file(temp_file("missing.gguf"), "cannot open");
+  for (const auto& f : {magic, version, truncated}) std::filesystem::remove(f);
+}
+
+TEST(Cli, UnknownOptionIsAUsageError) {
+  const Result r = shrike("generate --no-such-flag");
+  EXPECT_EQ(r.exit_code, 1);
+}
+
+TEST(Cli, GenerateIdsReproducesTheGoldenGreedyTokens) {
+  SHRIKE_REQUIRE_SHARED("reference/stories260K/golden.json");
+  const std::string dir = testing::shared_dir() + "/reference/stories260K/";
+  std::ifstream in(dir + "golden.json");
+  const auto golden = nlohmann::json::parse(in);
+  const auto& cs = golden["cases"][2];  // "The little dog"
+  const auto expected = cs["greedy_token_ids"].get<std::vector<int>>();
+  for (const std::string& model : {std::string("stories260K.gguf"), std::string("stories260K.bin")}) {
+    const std::string tok = model == "stories260K.bin" ? " --tokenizer " + dir + "tok512.bin" : "";
+    const Result r = shrike("generate -m " + dir + model + tok + " -p '" +
+                            cs["prompt"].get<std::string>() + "' -n " +
+                            std::to_string(expected.size()) + " --temp 0 --ids --threads 2");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream ids(r.out);
+    std::vector<int> got;
+    for (int id; ids >> id;) got.push_back(id);
+    EXPECT_EQ(got, expected) << model;
+    EXPECT_NE(r.err.find("decode:"), std::string::npos) << "speeds go to stderr: " << r.err;
+  }
+}
+
+TEST(Cli, SynthWritesAModelThatBenchMeasures) {
+  const std::string path = temp_file("synth.gguf");
+  Result r = shrike("synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 --type q4_0 -o " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = shrike("bench -m " + path + " -p 8,16 -n 4 -r 1 --threads 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"prefill_tok_s", "decode_tok_s", "decode_gb_s"}) {
+    ASSERT_TRUE(j.contains(key)) << key;
+    EXPECT_GT(j[key].get<double>(), 0) << key;
+  }
+  EXPECT_EQ(j["prefill"].size(), 2u);
+  EXPECT_EQ(j["weight_type"], "q4_0");
+  r = shrike("generate -m " + path + " -p 'ab abc' -n 5 --temp 0.8 --top-k 40 --top-p 0.9 --seed 3");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::remove(path);
+}
+
+TEST(Cli, SynthRejectsImpossibleShapes) {
+  const Result r = shrike("synth --dim 100 --layers 1 --heads 3 --ffn 64 -o " + temp_file("x.gguf"));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("multiple"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace shrike
