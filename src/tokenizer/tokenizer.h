@@ -1,0 +1,77 @@
+// SentencePiece-style BPE encoding and decoding, matching SentencePiece's BPE model and
+// llama.cpp's llm_tokenizer_spm on plain text (special tokens in the text are not parsed).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "tokenizer/vocab.h"
+
+namespace shrike::tokenizer {
+
+class Tokenizer {
+ public:
+  // Throws std::invalid_argument when the vocabulary is empty, its arrays differ in length or a
+  // special id is out of range.
+  explicit Tokenizer(Vocab v);
+
+  // Text -> ids: optional BOS, then the dummy-prefix space (when add_space_prefix and the text is
+  // non-empty), spaces as "▁", UTF-8 characters merged pairwise by highest piece score (leftmost
+  // on ties), leftover symbols as <0xXX> byte tokens (or unk without byte pieces).
+  // O(n log n) in the text length.
+  std::vector<int32_t> encode(std::string_view text, bool add_bos) const;
+
+  // Text of one token: "▁" -> ' ', <0xXX> -> that raw byte, control tokens -> "". Other pieces
+  // (unknown, user-defined, ...) are returned as stored, with "▁" -> ' '.
+  // Throws std::out_of_range for an id outside [0, n_vocab).
+  std::string token_to_piece(int32_t id) const;
+
+  // Concatenated pieces, minus the one leading space the dummy prefix added (when
+  // add_space_prefix), so decode(encode(s, b)) == s for text the vocabulary can represent.
+  std::string decode(const std::vector<int32_t>& ids) const;
+
+  int32_t n_vocab() const { return vocab_.size(); }
+  int32_t bos() const { return vocab_.bos_id; }
+  int32_t eos() const { return vocab_.eos_id; }
+  const Vocab& vocab() const { return vocab_; }
+
+ private:
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  // Working memory of encode_chunk, reused across the chunks of one encode call.
+  struct Symbol {
+    int32_t prev, next;
+    uint32_t pos, len;  // bytes of the chunk; len 0 once merged into its left neighbour
+  };
+  struct Pair {
+    float score;
+    int32_t left, right;
+    uint32_t len;
+  };
+  struct Scratch {
+    std::vector<Symbol> sym;
+    std::vector<Pair> heap;
+  };
+  void encode_chunk(std::string_view s, Scratch& w, std::vector<int32_t>& out) const;
+
+  Vocab vocab_;
+  // Pieces BPE may produce (normal, user-defined, unused); SentencePiece never merges into
+  // control, unknown or byte pieces, so text like "<s>" or "<0x41>" stays plain text.
+  std::unordered_map<std::string, int32_t, Hash, std::equal_to<>> piece_to_id_;
+  std::array<int32_t, 256> byte_id_;  // <0xXX> token per byte, -1 when absent
+  bool has_byte_pieces_ = false;
+  // True when no mergeable piece has "▁" after a non-"▁" character: then no merge can cross the
+  // boundary before a "▁" that follows another character, and encode works word by word (small
+  // heaps, cache-friendly) with the same result as on the whole text.
+  bool split_words_ = false;
+  std::vector<std::string> decoded_;  // token_to_piece per id, built once
+};
+
+}  // namespace shrike::tokenizer
