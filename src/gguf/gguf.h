@@ -16,10 +16,12 @@
 namespace shrike::gguf {
 
 // Metadata value types, numbered as in the specification.
+// clang-format off
 enum class ValueType : uint32_t {
   UInt8 = 0, Int8 = 1, UInt16 = 2, Int16 = 3, UInt32 = 4, Int32 = 5, Float32 = 6, Bool = 7,
   String = 8, Array = 9, UInt64 = 10, Int64 = 11, Float64 = 12,
 };
+// clang-format on
 std::string_view value_type_name(ValueType t);
 
 // One metadata value. Scalars keep their declared type; arrays keep their element type.
@@ -27,13 +29,13 @@ struct Value {
   ValueType type = ValueType::UInt8;
   ValueType elem_type = ValueType::UInt8;  // arrays only
   // Exactly one of these is meaningful, chosen by type (arrays: by elem_type).
-  int64_t i = 0;      // signed integers and bool
-  uint64_t u = 0;     // unsigned integers
-  double f = 0;       // floats
-  std::string s;      // strings
-  std::vector<int64_t> ints;          // arrays of integers or bools (unsigned stored as int64)
-  std::vector<double> floats;         // arrays of floats
-  std::vector<std::string> strings;   // arrays of strings
+  int64_t i = 0;                     // signed integers and bool
+  uint64_t u = 0;                    // unsigned integers
+  double f = 0;                      // floats
+  std::string s;                     // strings
+  std::vector<int64_t> ints;         // arrays of integers or bools (unsigned stored as int64)
+  std::vector<double> floats;        // arrays of floats
+  std::vector<std::string> strings;  // arrays of strings
   // Arrays of arrays are valid GGUF; they are read (and validated) but their contents dropped.
   uint64_t array_size = 0;
 };
@@ -41,9 +43,9 @@ struct Value {
 struct TensorInfo {
   std::string name;
   DType type = DType::F32;
-  std::vector<int64_t> dims;  // GGUF order: dims[0] (ne0) is the innermost, contiguous one
-  uint64_t offset = 0;        // absolute offset of the data in the file
-  uint64_t bytes = 0;         // size of the data
+  std::vector<int64_t> dims;      // GGUF order: dims[0] (ne0) is the innermost, contiguous one
+  uint64_t offset = 0;            // absolute offset of the data in the file
+  uint64_t bytes = 0;             // size of the data
   const uint8_t* data = nullptr;  // into the mapping; valid while the GgufFile lives
   int64_t elements() const;
 };
@@ -128,6 +130,10 @@ class GgufWriter {
     std::vector<int64_t> dims;
     std::vector<uint8_t> data;
   };
+  // Adds or (for a repeated key, which a reader would reject as a duplicate) replaces in place.
+  void set_value(const std::string& key, Value v);
+  // general.alignment when the caller set it (as uint32), else the default 32.
+  uint64_t alignment() const;
   std::vector<Entry> metadata_;
   std::vector<PendingTensor> tensors_;
 };
