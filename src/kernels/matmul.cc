@@ -1,26 +1,159 @@
-// First version: weights kept in file layout, every ISA falls back to a threaded dequantise-and-dot
-// loop. The SIMD kernels replace this.
+// Packing, the reference product and the run-time dispatch of the matmul kernels. This file is
+// compiled for the baseline ISA; the SIMD kernels live in matmul_avx2.cc / matmul_avx512.cc /
+// matmul_vnni.cc and are only entered through the function pointers of detail::IsaMatmul.
 #include "kernels/matmul.h"
 
+#include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
+
+#include "kernels/matmul_internal.h"
 
 namespace shrike::kernels {
 
+namespace detail {
+// Row `lane` of a packed panel dequantised to f32 (matmul_scalar.cc).
+void dequantize_packed_row(DType type, const uint8_t* panel, int64_t lane, int64_t cols,
+                           float* out);
+}  // namespace detail
+
+using detail::kPanel;
+
+struct PackedMatrixAccess {
+  static void pack_into(PackedMatrix& m, const void* file_rows);
+};
+
+namespace {
+
+int64_t n_panels(int64_t rows) { return (rows + kPanel - 1) / kPanel; }
+
+void check_type(DType type, int64_t cols) {
+  switch (type) {
+    case DType::F32: case DType::F16: case DType::BF16: return;
+    case DType::Q8_0: case DType::Q4_0:
+      if (cols % kQuantBlock != 0)
+        throw std::invalid_argument("matmul: cols must be a multiple of 32 for quantised weights");
+      return;
+  }
+  throw std::invalid_argument("matmul: unsupported weight type " +
+                              std::to_string(static_cast<uint32_t>(type)));
+}
+
+// Scratch that grows and is kept per thread: no allocation per call in the steady state.
+struct Scratch {
+  AlignedBytes bytes;
+  size_t size = 0;
+  uint8_t* get(size_t n) {
+    if (n > size) {
+      bytes = aligned_alloc_bytes(n);
+      size = n;
+    }
+    return bytes.get();
+  }
+};
+
+bool isa_ok(Isa isa) {
+  static const auto supported = [] {
+    bool ok[4] = {false, false, false, false};
+    for (Isa i : supported_isas()) ok[static_cast<int>(i)] = true;
+    return std::vector<bool>(ok, ok + 4);
+  }();
+  const int i = static_cast<int>(isa);
+  return i >= 0 && i < 4 && supported[size_t(i)];
+}
+
+const detail::IsaMatmul& isa_table(Isa isa) {
+  if (!isa_ok(isa)) throw std::invalid_argument("matmul: ISA not supported here: " + std::string(isa_name(isa)));
+  // Each entry is built the first time its ISA is used (the builder runs code of that ISA).
+  switch (isa) {
+    case Isa::Scalar: { static const detail::IsaMatmul t = detail::isa_matmul_scalar(); return t; }
+    case Isa::Avx2: { static const detail::IsaMatmul t = detail::isa_matmul_avx2(); return t; }
+    case Isa::Avx512: { static const detail::IsaMatmul t = detail::isa_matmul_avx512(); return t; }
+    case Isa::Avx512Vnni: {
+      static const detail::IsaMatmul t = detail::isa_matmul_avx512vnni();
+      return t;
+    }
+  }
+  throw std::invalid_argument("matmul: unknown ISA");
+}
+
+}  // namespace
+
+namespace detail {
+int64_t panel_bytes(DType t, int64_t cols) {
+  switch (t) {
+    case DType::F32: return cols * kPanel * 4;
+    case DType::F16: case DType::BF16: return cols * kPanel * 2;
+    case DType::Q8_0: return cols / kQuantBlock * kPanel * int64_t(sizeof(BlockQ8_0));
+    case DType::Q4_0: return cols / kQuantBlock * kPanel * int64_t(sizeof(BlockQ4_0));
+  }
+  return 0;
+}
+}  // namespace detail
+
+void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows) {
+  const int64_t rows = m.rows_, cols = m.cols_;
+  const int64_t pb = detail::panel_bytes(m.type_, cols);
+  const size_t row_bytes = size_t(dtype_row_bytes(m.type_, cols));
+  const auto* src = static_cast<const uint8_t*>(file_rows);
+  const int64_t np = n_panels(rows);
+  m.data_ = aligned_alloc_bytes(size_t(np * pb));
+  uint8_t* dst0 = m.data_.get();
+  std::memset(dst0, 0, size_t(np * pb));
+  for (int64_t p = 0; p < np; ++p) {
+    uint8_t* dst = dst0 + p * pb;
+    for (int64_t lane = 0; lane < kPanel; ++lane) {
+      const int64_t r = p * kPanel + lane;
+      if (r >= rows) break;
+      const uint8_t* row = src + size_t(r) * row_bytes;
+      switch (m.type_) {
+        case DType::F32:
+          for (int64_t c = 0; c < cols; ++c) std::memcpy(dst + (c * kPanel + lane) * 4, row + c * 4, 4);
+          break;
+        case DType::F16: case DType::BF16:
+          for (int64_t c = 0; c < cols; ++c) std::memcpy(dst + (c * kPanel + lane) * 2, row + c * 2, 2);
+          break;
+        case DType::Q8_0: {
+          const auto* blk = reinterpret_cast<const BlockQ8_0*>(row);
+          for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+            uint8_t* o = dst + b * kPanel * int64_t(sizeof(BlockQ8_0));
+            std::memcpy(o + lane * 2, &blk[b].d, 2);
+            for (int g = 0; g < 8; ++g)
+              for (int j = 0; j < 4; ++j)
+                o[32 + g * 64 + lane * 4 + j] = uint8_t(blk[b].qs[4 * g + j]) ^ 0x80;
+          }
+          break;
+        }
+        case DType::Q4_0: {
+          const auto* blk = reinterpret_cast<const BlockQ4_0*>(row);
+          for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+            uint8_t* o = dst + b * kPanel * int64_t(sizeof(BlockQ4_0));
+            std::memcpy(o + lane * 2, &blk[b].d, 2);
+            for (int g = 0; g < 4; ++g)
+              for (int j = 0; j < 4; ++j) o[32 + g * 64 + lane * 4 + j] = blk[b].qs[4 * g + j];
+          }
+          break;
+        }
+      }
+    }
+  }
+}
+
 PackedMatrix PackedMatrix::pack(DType type, int64_t rows, int64_t cols, const void* file_rows) {
+  check_type(type, cols);
   PackedMatrix m;
   m.type_ = type;
   m.rows_ = rows;
   m.cols_ = cols;
-  const size_t bytes = size_t(rows) * size_t(dtype_row_bytes(type, cols));
-  m.data_ = aligned_alloc_bytes(bytes);
-  std::memcpy(m.data_.get(), file_rows, bytes);
+  PackedMatrixAccess::pack_into(m, file_rows);
   return m;
 }
 
 void PackedMatrix::dequantize_row(int64_t r, float* out) const {
-  shrike::dequantize_row(type_, data_.get() + size_t(r) * size_t(dtype_row_bytes(type_, cols_)), out,
-                         cols_);
+  const int64_t pb = detail::panel_bytes(type_, cols_);
+  detail::dequantize_packed_row(type_, data_.get() + (r / kPanel) * pb, r % kPanel, cols_, out);
 }
 
 void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_rows,
@@ -38,18 +171,81 @@ void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_r
   }
 }
 
-void matmul_with(Isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
+void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
                  ThreadPool& pool) {
-  pool.parallel_for(w.rows(), 16, [&](int64_t b, int64_t e) {
-    std::vector<float> row(static_cast<size_t>(w.cols()));
-    for (int64_t r = b; r < e; ++r) {
-      w.dequantize_row(r, row.data());
-      for (int64_t t = 0; t < n; ++t) {
-        float acc = 0;
-        for (int64_t c = 0; c < w.cols(); ++c) acc += row[size_t(c)] * x[t * w.cols() + c];
-        y[t * w.rows() + r] = acc;
-      }
+  if (n <= 0 || w.rows() <= 0) return;
+  const detail::IsaMatmul& k = isa_table(isa);
+  detail::GemmArgs a{};
+  a.type = w.type();
+  a.w = w.data();
+  a.panel_bytes = detail::panel_bytes(w.type(), w.cols());
+  a.rows = w.rows();
+  a.cols = w.cols();
+  a.n = n;
+  a.x = x;
+  a.y = y;
+  const int nt = pool.size();
+  const bool quantised = (w.type() == DType::Q8_0 || w.type() == DType::Q4_0) && k.quantize;
+  if (quantised) {
+    const int64_t nb = w.cols() / kQuantBlock;
+    const size_t q_bytes = (size_t(n * w.cols()) + 63) & ~size_t(63);
+    const size_t d_bytes = (size_t(n * nb) * 4 + 63) & ~size_t(63);
+    static thread_local Scratch scratch;
+    uint8_t* buf = scratch.get(q_bytes + 2 * d_bytes);
+    auto* xq = reinterpret_cast<int8_t*>(buf);
+    auto* xd = reinterpret_cast<float*>(buf + q_bytes);
+    auto* xs = reinterpret_cast<int32_t*>(buf + q_bytes + d_bytes);
+    const int32_t offset = w.type() == DType::Q4_0 ? 8 : k.q8_offset;
+    auto quantize_rows = [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        k.quantize(x + t * w.cols(), w.cols(), xq + t * w.cols(), xd + t * nb, xs + t * nb, offset);
+    };
+    if (nt == 1 || n * w.cols() < 16384) {
+      quantize_rows(0, n);
+    } else {
+      pool.run([&](int i, int nthr) { quantize_rows(n * i / nthr, n * (i + 1) / nthr); });
     }
+    a.xq = xq;
+    a.xd = xd;
+    a.xs = xs;
+  }
+  const bool float_type = w.type() == DType::F32 || w.type() == DType::F16 || w.type() == DType::BF16;
+  if (float_type && k.x_pack_min_n > 0 && n >= k.x_pack_min_n) {
+    constexpr int64_t B = detail::kXBlock;
+    const int64_t K = w.cols(), nblk = (n + B - 1) / B;
+    static thread_local Scratch xscratch;
+    auto* xp = reinterpret_cast<float*>(xscratch.get(size_t(nblk * B * K) * 4));
+    auto pack_blocks = [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; ++b) {
+        float* dst = xp + b * B * K;
+        const int64_t tn = std::min(B, n - b * B);
+        for (int64_t t = 0; t < tn; ++t) {
+          const float* src = x + (b * B + t) * K;
+          for (int64_t c = 0; c < K; ++c) dst[c * B + t] = src[c];
+        }
+        for (int64_t t = tn; t < B; ++t)
+          for (int64_t c = 0; c < K; ++c) dst[c * B + t] = 0.0f;
+      }
+    };
+    if (nt == 1 || nblk == 1) {
+      pack_blocks(0, nblk);
+    } else {
+      pool.run([&](int i, int nthr) { pack_blocks(nblk * i / nthr, nblk * (i + 1) / nthr); });
+    }
+    a.xp = xp;
+  }
+  const int64_t np = n_panels(w.rows());
+  if (nt == 1) {
+    k.gemm(a, 0, np);
+    return;
+  }
+  // Contiguous panel ranges, cut at multiples of the kernel's panel group.
+  const int64_t align = std::max<int64_t>(1, k.panel_align);
+  const int64_t units = (np + align - 1) / align;
+  pool.run([&](int i, int nthr) {
+    const int64_t b = std::min(np, units * i / nthr * align);
+    const int64_t e = std::min(np, units * (i + 1) / nthr * align);
+    if (b < e) k.gemm(a, b, e);
   });
 }
 

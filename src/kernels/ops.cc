@@ -1,23 +1,129 @@
-// Dispatch of the element-wise kernels. (First version: the scalar references; SIMD variants are
-// added per ISA.)
+// Dispatch of the element-wise kernels on active_isa(), and the threading of attention. This file
+// is compiled for the baseline ISA; the SIMD code is only reached through detail::IsaOps.
 #include "kernels/ops.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <vector>
+
+#include "kernels/ops_internal.h"
+
 namespace shrike::kernels {
+namespace {
+
+const detail::IsaOps* ops_for(Isa isa) {
+  switch (isa) {
+    case Isa::Scalar: return nullptr;
+    case Isa::Avx2: { static const detail::IsaOps t = detail::isa_ops_avx2(); return &t; }
+    case Isa::Avx512:
+    case Isa::Avx512Vnni: { static const detail::IsaOps t = detail::isa_ops_avx512(); return &t; }
+  }
+  return nullptr;
+}
+
+// Scalar version of one (token, head), same algorithm as reference::attention.
+void attention_one_scalar(const detail::AttnHead& a) {
+  for (int64_t p = 0; p < a.n_keys; ++p) {
+    const float* kr = a.k_blocks[p / a.k_block_size] + (p % a.k_block_size) * a.k_row_stride + a.kv_off;
+    float dot = 0;
+    for (int64_t i = 0; i < a.head_dim; ++i) dot += a.q[i] * kr[i];
+    a.scores[p] = dot * a.scale;
+  }
+  reference::softmax(a.scores, a.n_keys);
+  for (int64_t i = 0; i < a.head_dim; ++i) a.out[i] = 0;
+  for (int64_t p = 0; p < a.n_keys; ++p) {
+    const float* vr = a.v_blocks[p / a.v_block_size] + (p % a.v_block_size) * a.v_row_stride + a.kv_off;
+    const float w = a.scores[p];
+    for (int64_t i = 0; i < a.head_dim; ++i) a.out[i] += w * vr[i];
+  }
+}
+
+void attention_head_scalar(const detail::AttnHead& a) {
+  detail::AttnHead one = a;
+  for (int64_t j = 0; j < a.nq; ++j) {
+    one.q = a.q + j * a.q_stride;
+    one.out = a.out + j * a.q_stride;
+    one.n_keys = a.n_keys + j;
+    attention_one_scalar(one);
+  }
+}
+
+}  // namespace
 
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
+  if (const auto* o = ops_for(active_isa())) return o->rmsnorm(out, x, weight, n, eps);
   reference::rmsnorm(out, x, weight, n, eps);
 }
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dims, const float* cos_sin,
           RopeLayout layout) {
+  if (const auto* o = ops_for(active_isa())) return o->rope(x, n_heads, head_dim, rot_dims, cos_sin, layout);
   reference::rope(x, n_heads, head_dim, rot_dims, cos_sin, layout);
 }
 void silu_mul(float* out, const float* gate, const float* up, int64_t n) {
+  if (const auto* o = ops_for(active_isa())) return o->silu_mul(out, gate, up, n);
   reference::silu_mul(out, gate, up, n);
 }
-void softmax(float* x, int64_t n) { reference::softmax(x, n); }
+void softmax(float* x, int64_t n) {
+  if (const auto* o = ops_for(active_isa())) return o->softmax(x, n);
+  reference::softmax(x, n);
+}
+
 void attention(const AttentionShape& s, const float* q, const KvRows& k, const KvRows& v, float* out,
                ThreadPool& pool) {
-  reference::attention(s, q, k, v, out);
+  if (s.n_tokens <= 0 || s.n_heads <= 0) return;
+  const auto* o = ops_for(active_isa());
+  void (*head_fn)(const detail::AttnHead&) = o ? o->attention_head : attention_head_scalar;
+  const int64_t group = s.n_heads / s.n_kv_heads;
+  const int64_t dim = s.n_heads * s.head_dim;
+  // A task is one head for up to kQ consecutive query tokens (they share every K / V row load).
+  constexpr int64_t kQ = 4;
+  const int64_t n_qblocks = (s.n_tokens + kQ - 1) / kQ;
+  const int64_t tasks = n_qblocks * s.n_heads;
+  const int64_t max_keys = s.pos0 + s.n_tokens;
+  std::atomic<int64_t> next{0};
+  // Causal work grows with the token index: hand out tasks from the last token backwards, a few
+  // at a time, so the long ones start first and the threads finish together.
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(8, tasks / (8 * pool.size())));
+  auto body = [&](int, int) {
+    static thread_local std::vector<float> scores;
+    static thread_local std::vector<const float*> rows;
+    if (scores.size() < size_t(kQ * (max_keys + 3))) scores.resize(size_t(kQ * (max_keys + 3)));
+    if (rows.size() < size_t(2 * (max_keys + kQ))) rows.resize(size_t(2 * (max_keys + kQ)));
+    detail::AttnHead a{};
+    a.k_blocks = k.blocks;
+    a.v_blocks = v.blocks;
+    a.k_block_size = k.block_size;
+    a.k_row_stride = k.row_stride;
+    a.v_block_size = v.block_size;
+    a.v_row_stride = v.row_stride;
+    a.head_dim = s.head_dim;
+    a.scale = s.scale;
+    a.scores = scores.data();
+    a.rows = rows.data();
+    a.q_stride = dim;
+    for (;;) {
+      const int64_t b = next.fetch_add(chunk, std::memory_order_relaxed);
+      if (b >= tasks) break;
+      const int64_t e = std::min(tasks, b + chunk);
+      for (int64_t i = b; i < e; ++i) {
+        // Head-major: consecutive tasks of a thread share one head's K / V slice (it stays in
+        // L2 instead of cycling all heads' rows through L3); query blocks from the last down.
+        const int64_t h = i / n_qblocks, t = (n_qblocks - 1 - i % n_qblocks) * kQ;
+        a.nq = std::min(kQ, s.n_tokens - t);
+        a.q = q + t * dim + h * s.head_dim;
+        a.out = out + t * dim + h * s.head_dim;
+        a.kv_off = (h / group) * s.head_dim;
+        a.n_keys = s.pos0 + t + 1;
+        head_fn(a);
+      }
+    }
+  };
+  if (pool.size() == 1 || tasks == 1) {
+    body(0, 1);
+  } else {
+    pool.run(body);
+  }
 }
 
 }  // namespace shrike::kernels

@@ -1,0 +1,70 @@
+// Private interface between the matmul dispatcher (matmul.cc, baseline ISA) and the per-ISA
+// kernel translation units. Only plain structs and function declarations live here: no inline or
+// template code, so nothing compiled with AVX-512 flags can be shared with baseline code.
+//
+// Packed layout (the same for every ISA; all kernels read it):
+//   Rows are grouped in panels of kPanel = 16 (the last panel is zero-padded). Panel p occupies
+//   panel_bytes bytes starting at p * panel_bytes.
+//   F32 / F16 / BF16: column-major inside the panel: for c in [0, cols): the 16 rows' elements of
+//     column c (64 or 32 bytes), so one vector load feeds 16 dot products.
+//   Q8_0 / Q4_0: for each block b of 32 columns: 16 f16 scales (32 bytes), then the quants in
+//     groups of 4 columns x 16 rows (64 bytes, row r at bytes 4r..4r+3 — one int32 lane per row,
+//     what vpdpbusd consumes). (Scales and quants in two separate streams per panel measured
+//     much slower for decode.)
+//       Q8_0: 8 groups; group g holds columns 4g..4g+3 of each row stored as unsigned w + 128.
+//       Q4_0: 4 groups; group g holds file bytes qs[4g..4g+3] of each row, so the low nibbles are
+//             columns 4g..4g+3 and the high nibbles columns 16+4g..16+4g+3 (unsigned 0..15).
+//     A panel is 16 rows * cols/32 blocks * 34 (Q8_0) or 18 (Q4_0) bytes, exactly the file size.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace shrike::kernels::detail {
+
+constexpr int64_t kPanel = 16;
+
+int64_t panel_bytes(DType t, int64_t cols);
+
+struct GemmArgs {
+  DType type;
+  const uint8_t* w;     // packed weights
+  int64_t panel_bytes;  // bytes per panel
+  int64_t rows, cols, n;
+  // Float activations [n][cols] (F32 / F16 / BF16).
+  const float* x;
+  // Optional packed copy of x for float types, blocks of kXBlock tokens (the last block
+  // zero-padded): xp[(t / 16) * 16 * cols + c * 16 + t % 16]. Null when not packed.
+  const float* xp;
+  // Quantised activations (Q8_0 / Q4_0): xq [n][cols] int8, xd [n][cols/32] scales,
+  // xs [n][cols/32] = -offset * sum(xq of the block) (the accumulator's starting value).
+  const int8_t* xq;
+  const float* xd;
+  const int32_t* xs;
+  float* y;  // [n][rows]
+};
+
+// Quantises one row of n (multiple of 32) floats per block of 32: d = absmax/127,
+// q = round(x/d), s = -offset * sum(q).
+using QuantizeRowFn = void (*)(const float* x, int64_t n, int8_t* q, float* d, int32_t* s,
+                               int32_t offset);
+// Computes the outputs of panels [p0, p1) for all n tokens.
+using GemmFn = void (*)(const GemmArgs& a, int64_t p0, int64_t p1);
+
+struct IsaMatmul {
+  GemmFn gemm;
+  QuantizeRowFn quantize;
+  int32_t q8_offset;  // activation-sum correction for Q8_0 (128 when weights are read as w + 128)
+  int64_t panel_align;  // thread ranges are cut at multiples of this many panels
+  int64_t x_pack_min_n;  // float types: pack x (GemmArgs::xp) when n >= this; 0 = never
+};
+
+constexpr int64_t kXBlock = 16;
+
+IsaMatmul isa_matmul_scalar();
+IsaMatmul isa_matmul_avx2();
+IsaMatmul isa_matmul_avx512();
+IsaMatmul isa_matmul_avx512vnni();
+
+}  // namespace shrike::kernels::detail

@@ -1,0 +1,79 @@
+// Portable kernels: dequantise each packed row to f32 and take f32 dot products. Exact for the
+// float types up to summation order; the quantised types are NOT activation-quantised here.
+#include <cstring>
+#include <vector>
+
+#include "kernels/matmul_internal.h"
+
+namespace shrike::kernels::detail {
+
+void dequantize_packed_row(DType type, const uint8_t* panel, int64_t lane, int64_t cols,
+                           float* out) {
+  switch (type) {
+    case DType::F32:
+      for (int64_t c = 0; c < cols; ++c) std::memcpy(out + c, panel + (c * kPanel + lane) * 4, 4);
+      return;
+    case DType::F16:
+    case DType::BF16:
+      for (int64_t c = 0; c < cols; ++c) {
+        uint16_t h;
+        std::memcpy(&h, panel + (c * kPanel + lane) * 2, 2);
+        out[c] = type == DType::F16 ? fp16_to_fp32(h) : bf16_to_fp32(h);
+      }
+      return;
+    case DType::Q8_0:
+      for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+        const uint8_t* o = panel + b * kPanel * int64_t(sizeof(BlockQ8_0));
+        uint16_t h;
+        std::memcpy(&h, o + lane * 2, 2);
+        const float d = fp16_to_fp32(h);
+        for (int j = 0; j < 32; ++j) {
+          const int q = int(int8_t(o[32 + (j / 4) * 64 + lane * 4 + j % 4] ^ 0x80));
+          out[b * 32 + j] = float(q) * d;
+        }
+      }
+      return;
+    case DType::Q4_0:
+      for (int64_t b = 0; b < cols / kQuantBlock; ++b) {
+        const uint8_t* o = panel + b * kPanel * int64_t(sizeof(BlockQ4_0));
+        uint16_t h;
+        std::memcpy(&h, o + lane * 2, 2);
+        const float d = fp16_to_fp32(h);
+        for (int j = 0; j < 16; ++j) {
+          const uint8_t v = o[32 + (j / 4) * 64 + lane * 4 + j % 4];
+          out[b * 32 + j] = float((v & 0x0f) - 8) * d;
+          out[b * 32 + j + 16] = float((v >> 4) - 8) * d;
+        }
+      }
+      return;
+  }
+}
+
+namespace {
+
+void gemm_scalar(const GemmArgs& a, int64_t p0, int64_t p1) {
+  static thread_local std::vector<float> row;
+  row.resize(size_t(a.cols));
+  for (int64_t p = p0; p < p1; ++p) {
+    for (int64_t lane = 0; lane < kPanel; ++lane) {
+      const int64_t r = p * kPanel + lane;
+      if (r >= a.rows) break;
+      dequantize_packed_row(a.type, a.w + p * a.panel_bytes, lane, a.cols, row.data());
+      for (int64_t t = 0; t < a.n; ++t) {
+        const float* x = a.x + t * a.cols;
+        float acc[4] = {0, 0, 0, 0};
+        int64_t c = 0;
+        for (; c + 4 <= a.cols; c += 4)
+          for (int j = 0; j < 4; ++j) acc[j] += row[size_t(c + j)] * x[c + j];
+        for (; c < a.cols; ++c) acc[0] += row[size_t(c)] * x[c];
+        a.y[t * a.rows + r] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+IsaMatmul isa_matmul_scalar() { return IsaMatmul{gemm_scalar, nullptr, 0, 1, 0}; }
+
+}  // namespace shrike::kernels::detail
