@@ -9,6 +9,9 @@
 namespace shrike::bench {
 namespace {
 
+// Large enough to defeat every cache level, small enough to probe before each decode round.
+constexpr size_t kProbeBytes = size_t(512) << 20;
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -53,13 +56,15 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   }
 
   // Decode: one token at a time from position 1 (after a one-token prompt), like llama-bench's
-  // text-generation test.
+  // text-generation test. With the roofline, each round is preceded by a read-bandwidth probe, so
+  // that both medians come from the same minutes of this (shared, noisy) machine.
   const int64_t n = std::min(opt.decode_tokens, c.context_length - 1);
+  std::vector<double> rates, bandwidths;
   if (n > 0) {
     const auto tokens = random_tokens(n + 1, c.vocab_size, 7);
     model::ContiguousKvCache kv(c.n_layers, n + 1, c.kv_dim());
-    std::vector<double> rates;
     for (int r = 0; r < opt.repeats + 1; ++r) {
+      if (opt.roofline && r > 0) bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
       m.forward(tokens.data(), 1, 0, kv, 1, logits.data(), pool);
       const auto t0 = std::chrono::steady_clock::now();
       for (int64_t i = 1; i <= n; ++i) m.forward(&tokens[size_t(i)], 1, i, kv, 1, logits.data(), pool);
@@ -68,9 +73,9 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
     out.decode_tok_per_s = median(rates);
     out.decode_gb_per_s = out.decode_tok_per_s * double(out.decode_weight_bytes) / 1e9;
   }
-
   if (opt.roofline) {
-    out.bandwidth_gb_per_s = measure_read_bandwidth(pool).gb_per_s;
+    if (bandwidths.empty()) bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
+    out.bandwidth_gb_per_s = median(bandwidths);
     out.roofline_fraction = out.decode_gb_per_s / out.bandwidth_gb_per_s;
   }
   return out;
