@@ -129,7 +129,7 @@ void bm_attention(benchmark::State& state, int64_t n_tokens, int64_t n_ctx, int6
   for (auto& e : q) e = dist(rng);
   const float* kb[1] = {kc.data()};
   const float* vb[1] = {vc.data()};
-  KvRows k{kb, n_ctx, kv_dim}, v{vb, n_ctx, kv_dim};
+  KvRows k{kb, n_ctx, head_dim, n_ctx * head_dim}, v{vb, n_ctx, head_dim, n_ctx * head_dim};  // head-major, as the engine stores it
   AttentionShape s{n_tokens, n_ctx - n_tokens, n_heads, n_kv, head_dim,
                    1.0f / std::sqrt(float(head_dim))};
   for (auto _ : state) {

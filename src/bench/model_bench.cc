@@ -44,7 +44,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   for (int64_t p : opt.prompt_lengths) {
     const int64_t len = std::min(p, c.context_length);
     const auto tokens = random_tokens(len, c.vocab_size, 42);
-    model::ContiguousKvCache kv(c.n_layers, len, c.kv_dim());
+    model::ContiguousKvCache kv(c.n_layers, len, c.n_kv_heads, c.head_dim);
     m.forward(tokens.data(), len, 0, kv, 1, logits.data(), pool);  // warm-up
     std::vector<double> rates;
     for (int r = 0; r < opt.repeats; ++r) {
@@ -62,7 +62,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   std::vector<double> rates, bandwidths;
   if (n > 0) {
     const auto tokens = random_tokens(n + 1, c.vocab_size, 7);
-    model::ContiguousKvCache kv(c.n_layers, n + 1, c.kv_dim());
+    model::ContiguousKvCache kv(c.n_layers, n + 1, c.n_kv_heads, c.head_dim);
     for (int r = 0; r < opt.repeats + 1; ++r) {
       if (opt.roofline && r > 0) bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
       m.forward(tokens.data(), 1, 0, kv, 1, logits.data(), pool);

@@ -39,7 +39,7 @@ int run_generate(const GenerateArgs& a) {
     throw std::invalid_argument("prompt of " + std::to_string(tokens.size()) +
                                 " tokens leaves no room in the context of " +
                                 std::to_string(c.context_length));
-  model::ContiguousKvCache kv(c.n_layers, capacity, c.kv_dim());
+  model::ContiguousKvCache kv(c.n_layers, capacity, c.n_kv_heads, c.head_dim);
   std::vector<float> logits(size_t(c.vocab_size));
   decode::Sampler sampler(a.sampling);
 

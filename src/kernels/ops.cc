@@ -25,7 +25,7 @@ const detail::IsaOps* ops_for(Isa isa) {
 // Scalar version of one (token, head), same algorithm as reference::attention.
 void attention_one_scalar(const detail::AttnHead& a) {
   for (int64_t p = 0; p < a.n_keys; ++p) {
-    const float* kr = a.k_blocks[p / a.k_block_size] + (p % a.k_block_size) * a.k_row_stride + a.kv_off;
+    const float* kr = a.k_blocks[p / a.k_block_size] + (p % a.k_block_size) * a.k_row_stride + a.k_off;
     float dot = 0;
     for (int64_t i = 0; i < a.head_dim; ++i) dot += a.q[i] * kr[i];
     a.scores[p] = dot * a.scale;
@@ -33,7 +33,7 @@ void attention_one_scalar(const detail::AttnHead& a) {
   reference::softmax(a.scores, a.n_keys);
   for (int64_t i = 0; i < a.head_dim; ++i) a.out[i] = 0;
   for (int64_t p = 0; p < a.n_keys; ++p) {
-    const float* vr = a.v_blocks[p / a.v_block_size] + (p % a.v_block_size) * a.v_row_stride + a.kv_off;
+    const float* vr = a.v_blocks[p / a.v_block_size] + (p % a.v_block_size) * a.v_row_stride + a.v_off;
     const float w = a.scores[p];
     for (int64_t i = 0; i < a.head_dim; ++i) a.out[i] += w * vr[i];
   }
@@ -113,7 +113,8 @@ void attention(const AttentionShape& s, const float* q, const KvRows& k, const K
         a.nq = std::min(kQ, s.n_tokens - t);
         a.q = q + t * dim + h * s.head_dim;
         a.out = out + t * dim + h * s.head_dim;
-        a.kv_off = (h / group) * s.head_dim;
+        a.k_off = (h / group) * k.head_stride;
+        a.v_off = (h / group) * v.head_stride;
         a.n_keys = s.pos0 + t + 1;
         head_fn(a);
       }

@@ -26,13 +26,19 @@ void silu_mul(float* out, const float* gate, const float* up, int64_t n);
 // In-place softmax over n values (max-subtracted).
 void softmax(float* x, int64_t n);
 
-// A layer's K or V rows seen through a block table: row p lives at
-// blocks[p / block_size] + (p % block_size) * row_stride. A contiguous cache is one block.
+// A layer's K or V vectors seen through a block table: the head_dim floats of kv head j at
+// position p start at blocks[p / block_size] + (p % block_size) * row_stride + j * head_stride.
+// Position-major rows ([pos][kv_head][head_dim]) have row_stride = kv_dim, head_stride =
+// head_dim; head-major blocks ([kv_head][pos][head_dim]), which let attention stream one head's
+// positions contiguously, have row_stride = head_dim, head_stride = block_size * head_dim.
 struct KvRows {
   const float* const* blocks = nullptr;
   int64_t block_size = 0;
-  int64_t row_stride = 0;  // floats between consecutive rows within a block
-  const float* row(int64_t p) const { return blocks[p / block_size] + (p % block_size) * row_stride; }
+  int64_t row_stride = 0;   // floats between consecutive positions within a block
+  int64_t head_stride = 0;  // floats between consecutive kv heads
+  const float* head(int64_t p, int64_t kv_head) const {
+    return blocks[p / block_size] + (p % block_size) * row_stride + kv_head * head_stride;
+  }
 };
 
 // Causal grouped-query attention for n_tokens queries at positions pos0 .. pos0+n_tokens-1, over

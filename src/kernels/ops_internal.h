@@ -18,7 +18,7 @@ struct AttnHead {
   const float* const* k_blocks;
   const float* const* v_blocks;
   int64_t k_block_size, k_row_stride, v_block_size, v_row_stride;
-  int64_t kv_off;  // float offset of the kv head inside a row
+  int64_t k_off, v_off;  // float offsets of the kv head from its position's row start
   int64_t n_keys, head_dim;
   float scale;
   float* out;     // head_dim

@@ -54,9 +54,9 @@ void attention(const AttentionShape& s, const float* q, const KvRows& k, const K
     const int64_t n_keys = s.pos0 + t + 1;  // causal: keys up to and including this position
     for (int64_t h = 0; h < s.n_heads; ++h) {
       const float* qh = q + t * dim + h * s.head_dim;
-      const int64_t kv_off = (h / group) * s.head_dim;
+      const int64_t kv_head = h / group;
       for (int64_t p = 0; p < n_keys; ++p) {
-        const float* kh = k.row(p) + kv_off;
+        const float* kh = k.head(p, kv_head);
         float dot = 0;
         for (int64_t i = 0; i < s.head_dim; ++i) dot += qh[i] * kh[i];
         scores[size_t(p)] = dot * s.scale;
@@ -65,7 +65,7 @@ void attention(const AttentionShape& s, const float* q, const KvRows& k, const K
       float* oh = out + t * dim + h * s.head_dim;
       for (int64_t i = 0; i < s.head_dim; ++i) oh[i] = 0;
       for (int64_t p = 0; p < n_keys; ++p) {
-        const float* vh = v.row(p) + kv_off;
+        const float* vh = v.head(p, kv_head);
         const float w = scores[size_t(p)];
         for (int64_t i = 0; i < s.head_dim; ++i) oh[i] += w * vh[i];
       }

@@ -165,8 +165,7 @@ void Model::attention_block(int64_t layer, int64_t n, int64_t pos0, KvCache& kv,
     const float* cs = scratch_.rope_table.data() + t * c.rope_dims;
     kernels::rope(qt, c.n_heads, c.head_dim, c.rope_dims, cs, c.rope_layout);
     kernels::rope(kt, c.n_kv_heads, c.head_dim, c.rope_dims, cs, c.rope_layout);
-    std::copy(kt, kt + c.kv_dim(), kv.key_row(layer, pos0 + t));
-    std::copy(vt, vt + c.kv_dim(), kv.value_row(layer, pos0 + t));
+    kv.store(layer, pos0 + t, kt, vt);
   });
 
   const kernels::AttentionShape shape{n, pos0, c.n_heads, c.n_kv_heads, c.head_dim,

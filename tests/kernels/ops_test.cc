@@ -1,4 +1,6 @@
 // Every dispatched op on every supported ISA against the scalar references in ops_reference.cc.
+#include "kernels/ops.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 
 #include "core/thread_pool.h"
 #include "kernels/isa.h"
-#include "kernels/ops.h"
 
 namespace shrike::kernels {
 namespace {
@@ -60,7 +61,11 @@ TEST(Ops, SiluMulMatchesReference) {
     for (int64_t n : kSizes) {
       auto g = randn(size_t(n), rng, 6.0f);
       const auto u = randn(size_t(n), rng);
-      if (n > 3) { g[0] = -100.0f; g[1] = 100.0f; g[2] = 0.0f; }
+      if (n > 3) {
+        g[0] = -100.0f;
+        g[1] = 100.0f;
+        g[2] = 0.0f;
+      }
       std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
       reference::silu_mul(want.data(), g.data(), u.data(), n);
       silu_mul(got.data(), g.data(), u.data(), n);
@@ -92,9 +97,11 @@ TEST(Ops, SoftmaxMatchesReference) {
 // O(1) inputs: 1e-6 absolute.
 TEST(Ops, RopeMatchesReference) {
   std::mt19937 rng(4);
-  struct C { int64_t heads, head_dim, rot; };
-  const C cases[] = {{1, 2, 2}, {3, 64, 64}, {2, 128, 128}, {5, 80, 80}, {4, 128, 64},
-                     {2, 96, 32}, {3, 10, 6}, {2, 6, 4}};
+  struct C {
+    int64_t heads, head_dim, rot;
+  };
+  const C cases[] = {{1, 2, 2},    {3, 64, 64}, {2, 128, 128}, {5, 80, 80},
+                     {4, 128, 64}, {2, 96, 32}, {3, 10, 6},    {2, 6, 4}};
   for_each_isa([&](Isa) {
     for (const C& c : cases)
       for (RopeLayout layout : {RopeLayout::Adjacent, RopeLayout::NeoX}) {
@@ -118,12 +125,14 @@ TEST(Ops, RopeMatchesReference) {
 // attention: outputs are convex combinations of V rows (|v| ~ 1..4); f32 dot products of
 // head_dim terms and the softmax (2e-6 rel) in another order: 2e-5 absolute.
 TEST(Ops, AttentionMatchesReference) {
-  struct C { int64_t n_tokens, pos0, n_heads, n_kv, head_dim, block_size; };
+  struct C {
+    int64_t n_tokens, pos0, n_heads, n_kv, head_dim, block_size;
+  };
   const C cases[] = {
-      {1, 0, 2, 1, 64, 1024},     {1, 130, 4, 2, 64, 16},  {1, 700, 3, 3, 128, 1024},
-      {7, 5, 4, 2, 80, 8},        {33, 0, 4, 4, 128, 32},  {17, 9, 2, 1, 72, 5},
-      {3, 2, 2, 2, 6, 1000},      {64, 0, 2, 1, 64, 16},   {6, 3, 2, 1, 48, 7},
-      {10, 0, 2, 2, 200, 64},     {1, 2047, 2, 1, 128, 256},
+      {1, 0, 2, 1, 64, 1024}, {1, 130, 4, 2, 64, 16},    {1, 700, 3, 3, 128, 1024},
+      {7, 5, 4, 2, 80, 8},    {33, 0, 4, 4, 128, 32},    {17, 9, 2, 1, 72, 5},
+      {3, 2, 2, 2, 6, 1000},  {64, 0, 2, 1, 64, 16},     {6, 3, 2, 1, 48, 7},
+      {10, 0, 2, 2, 200, 64}, {1, 2047, 2, 1, 128, 256},
   };
   std::mt19937 rng(5);
   for (const C& c : cases) {
@@ -140,22 +149,31 @@ TEST(Ops, AttentionMatchesReference) {
       kb[size_t(b)] = kmem.data() + (n_blocks - 1 - b) * c.block_size * stride;
       vb[size_t(b)] = vmem.data() + (n_blocks - 1 - b) * c.block_size * stride;
     }
-    const KvRows k{kb.data(), c.block_size, stride}, v{vb.data(), c.block_size, stride};
+    // Both layouts a cache may use: position-major rows, and head-major blocks (a padded
+    // head stride, so a kernel that assumed head_stride == block_size * head_dim would fail).
+    const KvRows layouts[][2] = {
+        {{kb.data(), c.block_size, stride, c.head_dim},
+         {vb.data(), c.block_size, stride, c.head_dim}},
+        {{kb.data(), c.block_size, c.head_dim, c.block_size * c.head_dim + 1},
+         {vb.data(), c.block_size, c.head_dim, c.block_size * c.head_dim + 1}},
+    };
     const auto q = randn(size_t(c.n_tokens * dim), rng);
-    const AttentionShape s{c.n_tokens, c.pos0, c.n_heads, c.n_kv, c.head_dim,
-                           1.0f / std::sqrt(float(c.head_dim))};
-    std::vector<float> want(size_t(c.n_tokens * dim));
-    reference::attention(s, q.data(), k, v, want.data());
-    for (int threads : {1, 2}) {
-      ThreadPool pool(threads);
-      for_each_isa([&](Isa isa) {
-        std::vector<float> got(want.size(), NAN);
-        attention(s, q.data(), k, v, got.data(), pool);
-        for (size_t i = 0; i < want.size(); ++i)
-          ASSERT_NEAR(got[i], want[i], 2e-5)
-              << "threads=" << threads << " n_tokens=" << c.n_tokens << " pos0=" << c.pos0
-              << " head_dim=" << c.head_dim << " i=" << i;
-      });
+    const AttentionShape s{c.n_tokens, c.pos0,     c.n_heads,
+                           c.n_kv,     c.head_dim, 1.0f / std::sqrt(float(c.head_dim))};
+    for (const auto& [k, v] : layouts) {
+      std::vector<float> want(size_t(c.n_tokens * dim));
+      reference::attention(s, q.data(), k, v, want.data());
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        for_each_isa([&](Isa isa) {
+          std::vector<float> got(want.size(), NAN);
+          attention(s, q.data(), k, v, got.data(), pool);
+          for (size_t i = 0; i < want.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 2e-5)
+                << "threads=" << threads << " n_tokens=" << c.n_tokens << " pos0=" << c.pos0
+                << " head_dim=" << c.head_dim << " head_stride=" << k.head_stride << " i=" << i;
+        });
+      }
     }
   }
 }

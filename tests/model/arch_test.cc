@@ -88,7 +88,7 @@ std::string write_model(const std::string& arch, bool neox_rows) {
 std::vector<float> all_logits(const model::Model& m, const std::vector<int32_t>& tokens) {
   const auto& c = m.config();
   ThreadPool pool(1);
-  model::ContiguousKvCache kv(c.n_layers, int64_t(tokens.size()), c.kv_dim());
+  model::ContiguousKvCache kv(c.n_layers, int64_t(tokens.size()), c.n_kv_heads, c.head_dim);
   std::vector<float> logits(tokens.size() * size_t(c.vocab_size));
   m.forward(tokens.data(), int64_t(tokens.size()), 0, kv, int64_t(tokens.size()), logits.data(), pool);
   return logits;

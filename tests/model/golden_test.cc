@@ -38,7 +38,7 @@ GreedyRun generate_greedy(const model::Model& m, const std::vector<int32_t>& pro
                     int threads) {
   const auto& c = m.config();
   ThreadPool pool(threads);
-  model::ContiguousKvCache kv(c.n_layers, steps, c.kv_dim());
+  model::ContiguousKvCache kv(c.n_layers, steps, c.n_kv_heads, c.head_dim);
   std::vector<float> logits(size_t(c.vocab_size));
   m.forward(prompt.data(), int64_t(prompt.size()), 0, kv, 1, logits.data(), pool);
   GreedyRun r;

@@ -35,7 +35,7 @@ std::string synth_file(DType type, int64_t kv_heads = 2) {
 std::vector<int32_t> greedy(const model::Model& m, std::vector<int32_t> prompt, int n, int threads) {
   ThreadPool pool(threads);
   const auto& c = m.config();
-  model::ContiguousKvCache kv(c.n_layers, int64_t(prompt.size()) + n, c.kv_dim());
+  model::ContiguousKvCache kv(c.n_layers, int64_t(prompt.size()) + n, c.n_kv_heads, c.head_dim);
   std::vector<float> logits(size_t(c.vocab_size));
   m.forward(prompt.data(), int64_t(prompt.size()), 0, kv, 1, logits.data(), pool);
   std::vector<int32_t> out;
@@ -64,7 +64,7 @@ TEST_P(SynthModelTest, BatchedPrefillMatchesTokenByToken) {
   ThreadPool pool(2);
   const std::vector<int32_t> prompt = {1, 7, 300, 201, 42, 399, 3, 260, 12, 11, 10};
   const int64_t n = int64_t(prompt.size());
-  model::ContiguousKvCache kv_batch(c.n_layers, n, c.kv_dim()), kv_step(c.n_layers, n, c.kv_dim());
+  model::ContiguousKvCache kv_batch(c.n_layers, n, c.n_kv_heads, c.head_dim), kv_step(c.n_layers, n, c.n_kv_heads, c.head_dim);
   std::vector<float> batch(size_t(n * c.vocab_size)), step(size_t(c.vocab_size));
   m->forward(prompt.data(), n, 0, kv_batch, n, batch.data(), pool);
   for (int64_t t = 0; t < n; ++t) {
@@ -80,7 +80,7 @@ TEST_P(SynthModelTest, RejectsPositionsPastTheCacheAndBadTokenIds) {
   const auto m = model::load_model(synth_file(GetParam()));
   const auto& c = m->config();
   ThreadPool pool(1);
-  model::ContiguousKvCache kv(c.n_layers, 4, c.kv_dim());
+  model::ContiguousKvCache kv(c.n_layers, 4, c.n_kv_heads, c.head_dim);
   std::vector<float> logits(size_t(c.vocab_size));
   const int32_t ok = 5, bad = int32_t(c.vocab_size);
   EXPECT_THROW(m->forward(&ok, 1, 4, kv, 1, logits.data(), pool), std::out_of_range);
