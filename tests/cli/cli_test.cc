@@ -125,6 +125,22 @@ TEST(Cli, SynthWritesAModelThatBenchMeasures) {
   std::filesystem::remove(path);
 }
 
+TEST(Cli, SynthCanBorrowARealVocabulary) {
+  SHRIKE_REQUIRE_SHARED("reference/tokenizers/ggml-vocab-llama-spm.gguf");
+  const std::string path = temp_file("spm.gguf");
+  Result r = shrike("synth --dim 64 --layers 1 --heads 2 --ffn 64 --type f16 --vocab-from " +
+                    testing::shared_dir() + "/reference/tokenizers/ggml-vocab-llama-spm.gguf -o " + path);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = shrike("bench -m " + path + " -p 4 -n 2 -r 1 --threads 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["parameters"].get<int64_t>(), 2 * 32000 * 64 + 4 * 64 * 64 + 3 * 64 * 64 + 3 * 64);
+  EXPECT_TRUE(j["bandwidth_gb_s"].is_null()) << "not measured without --roofline";
+  r = shrike("generate -m " + path + " -p 'Hello world' -n 3 --ids");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  std::filesystem::remove(path);
+}
+
 TEST(Cli, SynthRejectsImpossibleShapes) {
   const Result r = shrike("synth --dim 100 --layers 1 --heads 3 --ffn 64 -o " + temp_file("x.gguf"));
   EXPECT_EQ(r.exit_code, 1);
