@@ -73,10 +73,13 @@ void expect_load_error(const std::string& path, const std::string& phrase) {
     EXPECT_NE(msg.find(phrase), std::string::npos) << msg;
     EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line: " << msg;
   }
+  std::filesystem::remove(path);
 }
 
 TEST(ModelLoader, TinyModelLoads) {
-  const auto m = model::load_model(TinyModel{}.write("ok"));
+  const std::string path = TinyModel{}.write("ok");
+  const auto m = model::load_model(path);
+  std::filesystem::remove(path);
   EXPECT_EQ(m->config().dim, 32);
   EXPECT_TRUE(m->config().tied_output);
 }

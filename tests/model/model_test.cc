@@ -13,7 +13,8 @@
 namespace shrike {
 namespace {
 
-std::string synth_file(DType type, int64_t kv_heads = 2) {
+// Writes a small synthetic model and loads it (weights are copied at load, so the file goes).
+std::unique_ptr<model::Model> synth_model(DType type, int64_t kv_heads = 2) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("shrike_model_test_" + std::to_string(getpid()) + "_" +
                      std::string(dtype_name(type)) + "_" +
@@ -29,7 +30,9 @@ std::string synth_file(DType type, int64_t kv_heads = 2) {
   o.type = type;
   o.seed = 3;
   model::write_synth_model(o, path.string());
-  return path.string();
+  auto m = model::load_model(path.string());
+  std::filesystem::remove(path);
+  return m;
 }
 
 std::vector<int32_t> greedy(const model::Model& m, std::vector<int32_t> prompt, int n, int threads) {
@@ -50,7 +53,7 @@ std::vector<int32_t> greedy(const model::Model& m, std::vector<int32_t> prompt, 
 class SynthModelTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(SynthModelTest, GreedyOutputIsTheSameWithOneAndTwoThreads) {
-  const auto m = model::load_model(synth_file(GetParam()));
+  const auto m = synth_model(GetParam());
   const std::vector<int32_t> prompt = {1, 300, 17, 42, 99, 260, 5};
   const auto one = greedy(*m, prompt, 40, 1);
   const auto two = greedy(*m, prompt, 40, 2);
@@ -59,7 +62,7 @@ TEST_P(SynthModelTest, GreedyOutputIsTheSameWithOneAndTwoThreads) {
 }
 
 TEST_P(SynthModelTest, BatchedPrefillMatchesTokenByToken) {
-  const auto m = model::load_model(synth_file(GetParam(), 1));
+  const auto m = synth_model(GetParam(), 1);
   const auto& c = m->config();
   ThreadPool pool(2);
   const std::vector<int32_t> prompt = {1, 7, 300, 201, 42, 399, 3, 260, 12, 11, 10};
@@ -77,7 +80,7 @@ TEST_P(SynthModelTest, BatchedPrefillMatchesTokenByToken) {
 }
 
 TEST_P(SynthModelTest, RejectsPositionsPastTheCacheAndBadTokenIds) {
-  const auto m = model::load_model(synth_file(GetParam()));
+  const auto m = synth_model(GetParam());
   const auto& c = m->config();
   ThreadPool pool(1);
   model::ContiguousKvCache kv(c.n_layers, 4, c.n_kv_heads, c.head_dim);
