@@ -1,77 +1,70 @@
-// SentencePiece-style BPE encoding and decoding, matching SentencePiece's BPE model and
-// llama.cpp's llm_tokenizer_spm on plain text (special tokens in the text are not parsed).
+// One tokenizer interface over the vocabulary kinds GGUF files carry: SentencePiece-style BPE
+// ("llama"), byte-level BPE ("gpt2") and WordPiece ("bert"). Added tokens are split out of the
+// text first (user-defined ones always, control ones only when asked), as llama.cpp and Hugging
+// Face tokenizers do; the model of the vocabulary's kind encodes the text between them.
 #pragma once
 
 #include <array>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "tokenizer/vocab.h"
 
 namespace shrike::tokenizer {
 
+class SpmModel;
+class BpeModel;
+class WpmModel;
+
 class Tokenizer {
  public:
-  // Throws std::invalid_argument when the vocabulary is empty, its arrays differ in length or a
-  // special id is out of range.
+  // Throws std::invalid_argument when the vocabulary is empty, its arrays differ in length, a
+  // special id is out of range, or (byte-level BPE) merges or pre-tokenizer are invalid.
   explicit Tokenizer(Vocab v);
+  ~Tokenizer();
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
 
-  // Text -> ids: optional BOS, then the dummy-prefix space (when add_space_prefix and the text is
-  // non-empty), spaces as "▁", UTF-8 characters merged pairwise by highest piece score (leftmost
-  // on ties), leftover symbols as <0xXX> byte tokens (or unk without byte pieces).
-  // O(n log n) in the text length.
-  std::vector<int32_t> encode(std::string_view text, bool add_bos) const;
+  // Text -> ids: optional BOS, then the text. User-defined tokens written in the text become
+  // their ids; control tokens ("<|endoftext|>", "[CLS]", ...) too when parse_special, otherwise
+  // they are plain text. SPM: dummy-prefix space (add_space_prefix) at the start and after each
+  // added token, as llama.cpp does.
+  std::vector<int32_t> encode(std::string_view text, bool add_bos,
+                              bool parse_special = false) const;
 
-  // Text of one token: "▁" -> ' ', <0xXX> -> that raw byte, control tokens -> "". Other pieces
-  // (unknown, user-defined, ...) are returned as stored, with "▁" -> ' '.
+  // Text of one token: SPM "▁" -> ' ' and <0xXX> -> the byte; byte-level BPE pieces mapped back
+  // to bytes; WordPiece "▁" -> ' '; user-defined tokens as written; control tokens -> "".
   // Throws std::out_of_range for an id outside [0, n_vocab).
   std::string token_to_piece(int32_t id) const;
 
-  // Concatenated pieces, minus the one leading space the dummy prefix added (when
-  // add_space_prefix), so decode(encode(s, b)) == s for text the vocabulary can represent.
+  // Concatenated pieces, minus one leading space where encoding adds one (SPM dummy prefix,
+  // WordPiece word starts). decode(encode(s)) == s for SPM and byte-level BPE text the vocabulary
+  // can represent; WordPiece is lossy (case, accents, spacing).
   std::string decode(const std::vector<int32_t>& ids) const;
 
-  int32_t n_vocab() const { return vocab_.size(); }
-  int32_t bos() const { return vocab_.bos_id; }
-  int32_t eos() const { return vocab_.eos_id; }
-  const Vocab& vocab() const { return vocab_; }
+  // Whether decode drops the first decoded character when it is a space.
+  bool strips_leading_space() const { return strip_leading_space_; }
+
+  int32_t n_vocab() const { return vocab_->size(); }
+  int32_t bos() const { return vocab_->bos_id; }
+  int32_t eos() const { return vocab_->eos_id; }
+  VocabKind kind() const { return vocab_->kind; }
+  const Vocab& vocab() const { return *vocab_; }
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
-  // Working memory of encode_chunk, reused across the chunks of one encode call.
-  struct Symbol {
-    int32_t prev, next;
-    uint32_t pos, len;  // bytes of the chunk; len 0 once merged into its left neighbour
-  };
-  struct Pair {
-    float score;
-    int32_t left, right;
-    uint32_t len;
-  };
-  struct Scratch {
-    std::vector<Symbol> sym;
-    std::vector<Pair> heap;
-  };
-  void encode_chunk(std::string_view s, Scratch& w, std::vector<int32_t>& out) const;
+  void encode_text(std::string_view text, std::vector<int32_t>& out) const;
 
-  Vocab vocab_;
-  // Pieces BPE may produce (normal, user-defined, unused); SentencePiece never merges into
-  // control, unknown or byte pieces, so text like "<s>" or "<0x41>" stays plain text.
-  std::unordered_map<std::string, int32_t, Hash, std::equal_to<>> piece_to_id_;
-  std::array<int32_t, 256> byte_id_;  // <0xXX> token per byte, -1 when absent
-  bool has_byte_pieces_ = false;
-  // True when no mergeable piece has "▁" after a non-"▁" character: then no merge can cross the
-  // boundary before a "▁" that follows another character, and encode works word by word (small
-  // heaps, cache-friendly) with the same result as on the whole text.
-  bool split_words_ = false;
+  std::unique_ptr<const Vocab> vocab_;  // heap: the models keep references to it
+  std::unique_ptr<SpmModel> spm_;
+  std::unique_ptr<BpeModel> bpe_;
+  std::unique_ptr<WpmModel> wpm_;
+  // Added tokens by first byte, longest first (leftmost-longest matching).
+  std::array<std::vector<int32_t>, 256> added_;
   std::vector<std::string> decoded_;  // token_to_piece per id, built once
+  bool strip_leading_space_ = false;
 };
 
 }  // namespace shrike::tokenizer

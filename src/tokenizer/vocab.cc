@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "gguf/gguf.h"
+#include "tokenizer/bpe.h"
+#include "tokenizer/pretokenize.h"
 
 namespace shrike::tokenizer {
 namespace {
@@ -86,14 +88,20 @@ Vocab load_llama2c_vocab(const std::string& path, int32_t vocab_size) {
 Vocab vocab_from_gguf(const gguf::GgufFile& f) {
   const std::string& path = f.path();
   const std::string model = f.get_string("tokenizer.ggml.model");
-  if (model != "llama")
-    throw FileError(path + ": unsupported tokenizer model '" + model +
-                    "' (only 'llama', SentencePiece BPE, is supported)");
-
   Vocab v;
+  if (model == "llama")
+    v.kind = VocabKind::Spm;
+  else if (model == "gpt2")
+    v.kind = VocabKind::Bpe;
+  else if (model == "bert")
+    v.kind = VocabKind::Wpm;
+  else
+    throw FileError(path + ": unsupported tokenizer model '" + model +
+                    "' (supported: 'llama' SentencePiece BPE, 'gpt2' byte-level BPE, 'bert' "
+                    "WordPiece)");
+  const bool spm = v.kind == VocabKind::Spm;
+
   v.pieces = f.get_string_array("tokenizer.ggml.tokens");
-  const std::vector<double> scores = f.get_float_array("tokenizer.ggml.scores");
-  const std::vector<int64_t> types = f.get_int_array("tokenizer.ggml.token_type");
   const size_t n = v.pieces.size();
   if (n == 0) throw FileError(path + ": tokenizer.ggml.tokens is empty");
   if (n > size_t(std::numeric_limits<int32_t>::max()))
@@ -103,6 +111,11 @@ Vocab vocab_from_gguf(const gguf::GgufFile& f) {
       throw FileError(path + ": " + key + " has " + std::to_string(len) +
                       " entries but tokenizer.ggml.tokens has " + std::to_string(n));
   };
+  // Scores rank SPM merges; BPE and WordPiece ignore them, and converters may leave them out.
+  const std::vector<double> scores = spm || f.has("tokenizer.ggml.scores")
+                                         ? f.get_float_array("tokenizer.ggml.scores")
+                                         : std::vector<double>(n, 0.0);
+  const std::vector<int64_t> types = f.get_int_array("tokenizer.ggml.token_type");
   check_len("tokenizer.ggml.scores", scores.size());
   check_len("tokenizer.ggml.token_type", types.size());
   v.scores.assign(scores.begin(), scores.end());
@@ -116,8 +129,18 @@ Vocab vocab_from_gguf(const gguf::GgufFile& f) {
     v.types.push_back(t == 0 ? TokenType::Normal : TokenType(t));
   }
 
-  // Special ids: absent -> llama.cpp's SPM defaults; -1 / 0xFFFFFFFF (what converters write for
-  // "none") -> -1; anything else must be a valid id.
+  if (v.kind == VocabKind::Bpe) {
+    v.merges = f.get_string_array("tokenizer.ggml.merges");
+    v.pre = f.get_string_or("tokenizer.ggml.pre", "");
+    PreType pre;
+    if (!pre_type_from_name(v.pre, pre))
+      throw FileError(path + ": unknown pre-tokenizer tokenizer.ggml.pre = '" + v.pre + "'");
+    if (const std::string bad = check_merges(v.pieces, v.merges); !bad.empty())
+      throw FileError(path + ": " + bad);
+  }
+
+  // Special ids: absent -> llama.cpp's SPM defaults (none for BPE; BERT's [CLS]/[SEP]); -1 /
+  // 0xFFFFFFFF (what converters write for "none") -> -1; anything else must be a valid id.
   auto special = [&](const char* key, int32_t def) -> int32_t {
     if (!f.has(key)) return def < int32_t(n) ? def : -1;
     const int64_t id = f.get_int(key);
@@ -127,13 +150,20 @@ Vocab vocab_from_gguf(const gguf::GgufFile& f) {
                       std::to_string(n) + "-token vocabulary");
     return int32_t(id);
   };
-  v.bos_id = special("tokenizer.ggml.bos_token_id", 1);
-  v.eos_id = special("tokenizer.ggml.eos_token_id", 2);
-  v.unk_id = special("tokenizer.ggml.unknown_token_id", 0);
+  const bool wpm = v.kind == VocabKind::Wpm;
+  v.bos_id =
+      special(wpm ? "tokenizer.ggml.cls_token_id" : "tokenizer.ggml.bos_token_id", spm   ? 1
+                                                                                   : wpm ? 101
+                                                                                         : -1);
+  v.eos_id = special(wpm ? "tokenizer.ggml.seperator_token_id" : "tokenizer.ggml.eos_token_id",
+                     spm   ? 2
+                     : wpm ? 102
+                           : -1);
+  v.unk_id = special("tokenizer.ggml.unknown_token_id", spm ? 0 : wpm ? 100 : -1);
   v.pad_id = special("tokenizer.ggml.padding_token_id", -1);
-  v.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", true);
-  v.add_eos = f.get_bool_or("tokenizer.ggml.add_eos_token", false);
-  v.add_space_prefix = f.get_bool_or("tokenizer.ggml.add_space_prefix", true);
+  v.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", v.kind != VocabKind::Bpe);
+  v.add_eos = f.get_bool_or("tokenizer.ggml.add_eos_token", wpm);
+  v.add_space_prefix = f.get_bool_or("tokenizer.ggml.add_space_prefix", spm);
   return v;
 }
 

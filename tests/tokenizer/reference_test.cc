@@ -98,6 +98,9 @@ void check_vectors(const std::string& name) {
   ASSERT_EQ(texts.size(), want.size());
   ASSERT_GE(texts.size(), 40u);
 
+  // WordPiece lower-cases, strips accents and drops spacing, so only SPM and byte-level BPE
+  // must decode back to the text.
+  const bool lossless = tok.kind() != VocabKind::Wpm;
   int enc_ok = 0, dec_ok = 0;
   for (size_t i = 0; i < texts.size(); ++i) {
     const auto got = tok.encode(texts[i], false);
@@ -105,10 +108,12 @@ void check_vectors(const std::string& name) {
     EXPECT_EQ(got, want[i]) << name << " test " << i << ": encode '" << texts[i] << "'";
     const std::string back = tok.decode(want[i]);
     dec_ok += back == texts[i];
-    EXPECT_EQ(back, texts[i]) << name << " test " << i << ": decode";
+    if (lossless) {
+      EXPECT_EQ(back, texts[i]) << name << " test " << i << ": decode";
+    }
   }
-  std::printf("[ vectors  ] %s: encode %d/%zu, decode round trip %d/%zu\n", name.c_str(), enc_ok,
-              texts.size(), dec_ok, texts.size());
+  std::printf("[ vectors  ] %-14s encode %d/%zu, decode round trip %d/%zu%s\n", name.c_str(),
+              enc_ok, texts.size(), dec_ok, texts.size(), lossless ? "" : " (lossy: not checked)");
 }
 
 TEST(TokenizerVectors, LlamaSpm) {
@@ -120,6 +125,26 @@ TEST(TokenizerVectors, Phi3) {
   SHRIKE_REQUIRE_SHARED("reference/tokenizers/ggml-vocab-phi-3.gguf");
   check_vectors("phi-3");
 }
+
+// Every other vocabulary with both a .gguf and vectors: WordPiece and byte-level BPE with each
+// pre-tokenizer family present.
+class TokenizerVectorsBpe : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TokenizerVectorsBpe, MatchesReferenceIds) {
+  const std::string name = GetParam();
+  SHRIKE_REQUIRE_SHARED("reference/tokenizers/ggml-vocab-" + name + ".gguf");
+  check_vectors(name);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, TokenizerVectorsBpe,
+                         ::testing::Values("bert-bge", "gpt-2", "mpt", "falcon", "starcoder",
+                                           "refact", "deepseek-coder", "deepseek-llm"),
+                         [](const auto& info) {
+                           std::string s = info.param;
+                           for (char& c : s)
+                             if (c == '-') c = '_';
+                           return s;
+                         });
 
 // Encoding word by word (the fast path) must give what BPE over the whole text gives. An extra
 // piece that no merge can reach ("\x01▁\x01") turns the word splitting off.

@@ -150,9 +150,9 @@ TEST(TokenizerGgufVocab, MalformedMetadataThrowsFileError) {
   expect_file_error([&] { vocab_from_gguf(gguf::GgufFile::open(bad_bos)); }, bad_bos,
                     "tokenizer.ggml.bos_token_id");
   const std::string wrong_kind = write_vocab_gguf(
-      "wrong_kind", [](gguf::GgufWriter& w) { w.set_string("tokenizer.ggml.model", "gpt2"); });
+      "wrong_kind", [](gguf::GgufWriter& w) { w.set_string("tokenizer.ggml.model", "t5"); });
   expect_file_error([&] { vocab_from_gguf(gguf::GgufFile::open(wrong_kind)); }, wrong_kind,
-                    "unsupported tokenizer model 'gpt2'");
+                    "unsupported tokenizer model 't5'");
 
   gguf::GgufWriter none;
   none.set_string("general.architecture", "llama");
@@ -162,12 +162,16 @@ TEST(TokenizerGgufVocab, MalformedMetadataThrowsFileError) {
                     "tokenizer.ggml.model");
 }
 
-TEST(TokenizerGgufVocab, RejectsGpt2Vocabulary) {
+TEST(TokenizerGgufVocab, ReadsGpt2Vocabulary) {
   SHRIKE_REQUIRE_SHARED("reference/tokenizers/ggml-vocab-gpt-2.gguf");
-  const std::string path =
-      shrike::testing::shared_dir() + "/reference/tokenizers/ggml-vocab-gpt-2.gguf";
-  expect_file_error([&] { vocab_from_gguf(gguf::GgufFile::open(path)); }, path,
-                    "unsupported tokenizer model 'gpt2'");
+  const Vocab v = vocab_from_gguf(gguf::GgufFile::open(
+      shrike::testing::shared_dir() + "/reference/tokenizers/ggml-vocab-gpt-2.gguf"));
+  EXPECT_EQ(v.kind, VocabKind::Bpe);
+  EXPECT_EQ(v.pre, "gpt-2");
+  EXPECT_EQ(v.size(), 50257);
+  EXPECT_EQ(v.merges.size(), 50000u);
+  EXPECT_EQ(v.bos_id, 50256);
+  EXPECT_FALSE(v.add_space_prefix);
 }
 
 }  // namespace
