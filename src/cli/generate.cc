@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "decode/sampler.h"
 #include "model/model.h"
+#include "tokenizer/stream.h"
 
 namespace shrike::cli {
 namespace {
@@ -56,7 +57,7 @@ int run_generate(const GenerateArgs& a) {
   const auto t1 = std::chrono::steady_clock::now();
   int64_t generated = 0;
   bool first_piece = n_prompt == 1;  // right after BOS the dummy-prefix space is dropped
-  std::vector<int32_t> out_ids;
+  tokenizer::Utf8Stream utf8;
   for (int64_t pos = n_prompt; generated < a.n; ++pos) {
     const int32_t next = sampler.sample(logits.data(), c.vocab_size);
     if (next == c.eos_id || next == c.bos_id) break;
@@ -65,14 +66,19 @@ int run_generate(const GenerateArgs& a) {
       std::printf(generated > 1 ? " %d" : "%d", next);
     } else {
       std::string piece = tok->token_to_piece(next);
-      if (first_piece && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
-      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      if (first_piece && !piece.empty() && piece[0] == ' ' && tok->strips_leading_space())
+        piece.erase(0, 1);
+      // Bytes of a multi-byte character may arrive in separate tokens: print whole characters.
+      const std::string text = utf8.push(piece);
+      std::fwrite(text.data(), 1, text.size(), stdout);
     }
     first_piece = false;
     std::fflush(stdout);
     if (generated == a.n || pos >= capacity) break;
     model->forward(&next, 1, pos, kv, 1, logits.data(), pool);
   }
+  const std::string rest = utf8.flush();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
   std::printf("\n");
   std::fflush(stdout);
   const double decode_s = seconds_since(t1);
