@@ -12,5 +12,6 @@ using Runner = std::function<int()>;
 Runner add_generate(CLI::App& app);
 Runner add_synth(CLI::App& app);
 Runner add_bench(CLI::App& app);
+Runner add_loadtest(CLI::App& app);
 
 }  // namespace shrike::cli
