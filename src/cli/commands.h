@@ -13,5 +13,6 @@ Runner add_generate(CLI::App& app);
 Runner add_synth(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_loadtest(CLI::App& app);
+Runner add_tokenize(CLI::App& app);
 
 }  // namespace shrike::cli

@@ -141,6 +141,27 @@ TEST(Cli, SynthCanBorrowARealVocabulary) {
   std::filesystem::remove(path);
 }
 
+TEST(Cli, TokenizeAndDetokenizeAFile) {
+  SHRIKE_REQUIRE_SHARED("reference/tokenizers/ggml-vocab-gpt-2.gguf");
+  const std::string vocab = testing::shared_dir() + "/reference/tokenizers/ggml-vocab-gpt-2.gguf";
+  // The first test string of ggml-vocab-gpt-2.gguf.inp and its expected ids (.out).
+  const std::string text = temp_file("text.txt"), ids = temp_file("ids.txt");
+  std::ofstream(text) << "ied 4 \xC2\xBD months";
+  Result r = shrike("tokenize -m " + vocab + " --text-file " + text);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "798 604 25208 1933\n");
+  std::ofstream(ids) << r.out;
+  r = shrike("tokenize -m " + vocab + " --text-file " + ids + " --detokenize");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "ied 4 \xC2\xBD months");
+  std::ofstream(ids) << "798 50257";  // one past the vocabulary
+  r = shrike("tokenize -m " + vocab + " --text-file " + ids + " --detokenize");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'50257' is not a token id"), std::string::npos) << r.err;
+  std::filesystem::remove(text);
+  std::filesystem::remove(ids);
+}
+
 TEST(Cli, SynthRejectsImpossibleShapes) {
   const Result r = shrike("synth --dim 100 --layers 1 --heads 3 --ffn 64 -o " + temp_file("x.gguf"));
   EXPECT_EQ(r.exit_code, 1);
