@@ -1,45 +1,24 @@
 // The `shrike` command as a user runs it: exit codes, one-line errors naming the file, the
 // documented output formats.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "run_shrike.h"
 #include "shared_data.h"
 
 namespace shrike {
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Result = testing::CommandResult;
 
-// Runs `shrike ARGS` (ARGS already shell-quoted), capturing stdout and stderr separately.
 Result shrike(const std::string& args) {
-  const auto err_path = std::filesystem::temp_directory_path() /
-                        ("shrike_cli_test_" + std::to_string(getpid()) + ".err");
-  const std::string cmd = std::string(SHRIKE_BINARY) + " " + args + " 2>" + err_path.string();
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  std::filesystem::remove(err_path);
-  return r;
+  return testing::run_shrike(args);
 }
 
 std::string temp_file(const std::string& name) {
@@ -93,11 +72,12 @@ TEST(Cli, GenerateIdsReproducesTheGoldenGreedyTokens) {
   const auto golden = nlohmann::json::parse(in);
   const auto& cs = golden["cases"][2];  // "The little dog"
   const auto expected = cs["greedy_token_ids"].get<std::vector<int>>();
-  for (const std::string& model : {std::string("stories260K.gguf"), std::string("stories260K.bin")}) {
+  for (const std::string& model :
+       {std::string("stories260K.gguf"), std::string("stories260K.bin")}) {
     const std::string tok = model == "stories260K.bin" ? " --tokenizer " + dir + "tok512.bin" : "";
-    const Result r = shrike("generate -m " + dir + model + tok + " -p '" +
-                            cs["prompt"].get<std::string>() + "' -n " +
-                            std::to_string(expected.size()) + " --temp 0 --ids --threads 2");
+    const Result r =
+        shrike("generate -m " + dir + model + tok + " -p '" + cs["prompt"].get<std::string>() +
+               "' -n " + std::to_string(expected.size()) + " --temp 0 --ids --threads 2");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::istringstream ids(r.out);
     std::vector<int> got;
@@ -109,7 +89,9 @@ TEST(Cli, GenerateIdsReproducesTheGoldenGreedyTokens) {
 
 TEST(Cli, SynthWritesAModelThatBenchMeasures) {
   const std::string path = temp_file("synth.gguf");
-  Result r = shrike("synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 --type q4_0 -o " + path);
+  Result r = shrike(
+      "synth --dim 64 --layers 2 --heads 4 --kv-heads 2 --ffn 128 --vocab 300 --type q4_0 -o " +
+      path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = shrike("bench -m " + path + " -p 8,16 -n 4 -r 1 --threads 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -120,7 +102,8 @@ TEST(Cli, SynthWritesAModelThatBenchMeasures) {
   }
   EXPECT_EQ(j["prefill"].size(), 2u);
   EXPECT_EQ(j["weight_type"], "q4_0");
-  r = shrike("generate -m " + path + " -p 'ab abc' -n 5 --temp 0.8 --top-k 40 --top-p 0.9 --seed 3");
+  r = shrike("generate -m " + path +
+             " -p 'ab abc' -n 5 --temp 0.8 --top-k 40 --top-p 0.9 --seed 3");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::filesystem::remove(path);
 }
@@ -128,8 +111,9 @@ TEST(Cli, SynthWritesAModelThatBenchMeasures) {
 TEST(Cli, SynthCanBorrowARealVocabulary) {
   SHRIKE_REQUIRE_SHARED("reference/tokenizers/ggml-vocab-llama-spm.gguf");
   const std::string path = temp_file("spm.gguf");
-  Result r = shrike("synth --dim 64 --layers 1 --heads 2 --ffn 64 --type f16 --vocab-from " +
-                    testing::shared_dir() + "/reference/tokenizers/ggml-vocab-llama-spm.gguf -o " + path);
+  Result r =
+      shrike("synth --dim 64 --layers 1 --heads 2 --ffn 64 --type f16 --vocab-from " +
+             testing::shared_dir() + "/reference/tokenizers/ggml-vocab-llama-spm.gguf -o " + path);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   r = shrike("bench -m " + path + " -p 4 -n 2 -r 1 --threads 1 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -163,7 +147,8 @@ TEST(Cli, TokenizeAndDetokenizeAFile) {
 }
 
 TEST(Cli, SynthRejectsImpossibleShapes) {
-  const Result r = shrike("synth --dim 100 --layers 1 --heads 3 --ffn 64 -o " + temp_file("x.gguf"));
+  const Result r =
+      shrike("synth --dim 100 --layers 1 --heads 3 --ffn 64 -o " + temp_file("x.gguf"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("multiple"), std::string::npos) << r.err;
 }

@@ -1,25 +1,19 @@
 // `shrike loadtest` as a user runs it: the Markdown report, --out-json and --out-svg against the
 // stub server, trace replay, and the refusals (remote host, bad trace line).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "run_shrike.h"
 #include "stub_server.h"
 
 namespace shrike::loadtest {
 namespace {
-
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
 
 std::string temp(const std::string& name) {
   return (std::filesystem::temp_directory_path() /
@@ -27,23 +21,8 @@ std::string temp(const std::string& name) {
       .string();
 }
 
-Result shrike(const std::string& args) {
-  const auto err_path = temp("stderr");
-  const std::string cmd = std::string(SHRIKE_BINARY) + " loadtest " + args + " 2>" + err_path;
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(err_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  r.err = ss.str();
-  std::filesystem::remove(err_path);
-  return r;
+::shrike::testing::CommandResult shrike(const std::string& args) {
+  return ::shrike::testing::run_shrike("loadtest " + args);
 }
 
 TEST(LoadtestCli, ReportJsonAndSvg) {
