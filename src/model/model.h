@@ -31,8 +31,8 @@ struct ModelWeights {
 
 // Activations of one forward call, reused across calls (grown, never shrunk).
 struct ForwardScratch {
-  std::vector<float> x, xn, q, k, v, att, gate, up, logits;
-  std::vector<float> rope_table;  // [context][rope_dims/2][cos, sin]
+  std::vector<float> x, xn, q, k, v, att, gate, up;
+  std::vector<float> rope_table;  // [n_tokens][rope_dims/2][cos, sin] for this call's positions
 };
 
 class Model {
@@ -63,7 +63,6 @@ class Model {
 
   ModelConfig config_;
   ModelWeights weights_;
-  std::vector<float> rope_table_;  // [context][rope_dims/2][cos, sin]
   mutable ForwardScratch scratch_;
 };
 
