@@ -4,6 +4,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -171,6 +172,13 @@ void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_r
   }
 }
 
+namespace {
+std::atomic<bool> g_batch_invariant{false};
+}  // namespace
+
+void set_batch_invariant(bool on) { g_batch_invariant.store(on, std::memory_order_relaxed); }
+bool batch_invariant() { return g_batch_invariant.load(std::memory_order_relaxed); }
+
 void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
                  ThreadPool& pool) {
   if (n <= 0 || w.rows() <= 0) return;
@@ -184,6 +192,7 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
   a.n = n;
   a.x = x;
   a.y = y;
+  a.invariant = batch_invariant();
   const int nt = pool.size();
   const bool quantised = (w.type() == DType::Q8_0 || w.type() == DType::Q4_0) && k.quantize;
   if (quantised) {

@@ -52,6 +52,15 @@ void matmul(const PackedMatrix& w, const float* x, int64_t n, float* y, ThreadPo
 void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
                  ThreadPool& pool);
 
+// Batch invariance: when on, the product for a single token (n = 1) sums in the same order as
+// for that token inside a batch of any size, so a sequence's output does not depend on what else
+// shares the step (serving with continuous batching). Quantised types (Q8_0 / Q4_0) sum in one
+// order regardless; for float weights the fast single-token kernels (several accumulators per
+// row) are given up, which costs about a quarter of single-sequence decode speed. Off by
+// default; process-wide.
+void set_batch_invariant(bool on);
+bool batch_invariant();
+
 // The obviously-correct reference: dequantise each row of the file layout to f32 and take exact
 // f32 dot products (double accumulation), single-threaded.
 void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_rows,

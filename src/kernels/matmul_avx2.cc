@@ -226,7 +226,7 @@ template <class Fam>
 void drive(const GemmArgs& a, int64_t p0, int64_t p1) {
   int64_t p = p0;
   if constexpr (Fam::kDecode) {
-    if (a.n == 1) {
+    if (a.n == 1 && !a.invariant) {
       for (; p < p1; ++p) Fam::decode(a, p);
       return;
     }

@@ -248,7 +248,9 @@ void qdecode(const GemmArgs& a, int64_t p) {
   const uint8_t* w = a.w + p * a.panel_bytes;
   const int8_t* xq = a.xq;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = acc0;
+  // One float accumulator, blocks in order: the same sum as qkernel's (batch invariance); the
+  // integer work per block is long enough to hide the FMA latency.
+  __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* wsc = w + b * bytes_per_block;
     const uint8_t* wq = wsc + 32;
@@ -286,9 +288,9 @@ void qdecode(const GemmArgs& a, int64_t p) {
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wsc)));
     const __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(a.xd[b]));
     const __m512 sf = _mm512_cvtepi32_ps(_mm512_add_epi32(s0, s1));
-    if (b & 1) acc1 = _mm512_fmadd_ps(sf, sc, acc1); else acc0 = _mm512_fmadd_ps(sf, sc, acc0);
+    acc = _mm512_fmadd_ps(sf, sc, acc);
   }
-  _mm512_mask_storeu_ps(a.y + p * kPanel, row_mask(a.rows, p), _mm512_add_ps(acc0, acc1));
+  _mm512_mask_storeu_ps(a.y + p * kPanel, row_mask(a.rows, p), acc);
 }
 
 // Kernel families: Fam::run<P, T>(args, panel, token0).
@@ -326,8 +328,13 @@ void all_tokens(const GemmArgs& a, int64_t p) {
 template <int WT>
 void fdrive(const GemmArgs& a, int64_t p0, int64_t p1) {
   int64_t p = p0;
-  if (a.n == 1) {
+  if (a.n == 1 && !a.invariant) {
     for (; p < p1; ++p) fdecode<WT>(a, p);
+  } else if (a.n == 1) {
+    // Batch-invariant decode: one accumulator chain per row summing the columns in the batched
+    // kernels' order; 8 panels at once keep enough FMAs in flight.
+    for (; p + 8 <= p1; p += 8) fkernel<WT, false, 8, 1>(a, p, 0);
+    for (; p < p1; ++p) fkernel<WT, false, 1, 1>(a, p, 0);
   } else if (a.n <= 8 || a.xp == nullptr) {
     // Small batches: 2 panels x n tokens (enough independent FMA chains), x rows read directly.
     using F = FloatFam<WT, false>;

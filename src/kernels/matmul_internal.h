@@ -43,6 +43,8 @@ struct GemmArgs {
   const float* xd;
   const int32_t* xs;
   float* y;  // [n][rows]
+  // Sum in the batched kernels' order even for n = 1 (see set_batch_invariant).
+  bool invariant;
 };
 
 // Quantises one row of n (multiple of 32) floats per block of 32: d = absmax/127,

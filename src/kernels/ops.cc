@@ -71,16 +71,28 @@ void softmax(float* x, int64_t n) {
 
 void attention(const AttentionShape& s, const float* q, const KvRows& k, const KvRows& v, float* out,
                ThreadPool& pool) {
-  if (s.n_tokens <= 0 || s.n_heads <= 0) return;
+  const AttentionJob job{s, q, k, v, out};
+  attention_batch(&job, 1, pool);
+}
+
+void attention_batch(const AttentionJob* jobs, int64_t n_jobs, ThreadPool& pool) {
   const auto* o = ops_for(active_isa());
   void (*head_fn)(const detail::AttnHead&) = o ? o->attention_head : attention_head_scalar;
-  const int64_t group = s.n_heads / s.n_kv_heads;
-  const int64_t dim = s.n_heads * s.head_dim;
-  // A task is one head for up to kQ consecutive query tokens (they share every K / V row load).
+  // A task is one head of one job for up to kQ consecutive query tokens (they share every K / V
+  // row load). Tasks are numbered job by job; first_task[j] is job j's first.
   constexpr int64_t kQ = 4;
-  const int64_t n_qblocks = (s.n_tokens + kQ - 1) / kQ;
-  const int64_t tasks = n_qblocks * s.n_heads;
-  const int64_t max_keys = s.pos0 + s.n_tokens;
+  static thread_local std::vector<int64_t> first_task;
+  first_task.assign(size_t(n_jobs) + 1, 0);
+  int64_t max_keys = 0;
+  for (int64_t j = 0; j < n_jobs; ++j) {
+    const AttentionShape& s = jobs[j].shape;
+    const int64_t n_qblocks = s.n_tokens > 0 ? (s.n_tokens + kQ - 1) / kQ : 0;
+    first_task[size_t(j) + 1] = first_task[size_t(j)] + n_qblocks * std::max<int64_t>(0, s.n_heads);
+    max_keys = std::max(max_keys, s.pos0 + s.n_tokens);
+  }
+  const int64_t tasks = first_task[size_t(n_jobs)];
+  if (tasks == 0) return;
+  const int64_t* starts = first_task.data();
   std::atomic<int64_t> next{0};
   // Causal work grows with the token index: hand out tasks from the last token backwards, a few
   // at a time, so the long ones start first and the threads finish together.
@@ -90,31 +102,40 @@ void attention(const AttentionShape& s, const float* q, const KvRows& k, const K
     static thread_local std::vector<const float*> rows;
     if (scores.size() < size_t(kQ * (max_keys + 3))) scores.resize(size_t(kQ * (max_keys + 3)));
     if (rows.size() < size_t(2 * (max_keys + kQ))) rows.resize(size_t(2 * (max_keys + kQ)));
-    detail::AttnHead a{};
-    a.k_blocks = k.blocks;
-    a.v_blocks = v.blocks;
-    a.k_block_size = k.block_size;
-    a.k_row_stride = k.row_stride;
-    a.v_block_size = v.block_size;
-    a.v_row_stride = v.row_stride;
-    a.head_dim = s.head_dim;
-    a.scale = s.scale;
-    a.scores = scores.data();
-    a.rows = rows.data();
-    a.q_stride = dim;
+    int64_t j = 0;
     for (;;) {
       const int64_t b = next.fetch_add(chunk, std::memory_order_relaxed);
       if (b >= tasks) break;
       const int64_t e = std::min(tasks, b + chunk);
       for (int64_t i = b; i < e; ++i) {
+        while (i >= starts[j + 1]) ++j;  // tasks of a thread only move forward
+        while (i < starts[j]) --j;
+        const AttentionJob& job = jobs[j];
+        const AttentionShape& s = job.shape;
+        const int64_t dim = s.n_heads * s.head_dim;
+        const int64_t n_qblocks = (s.n_tokens + kQ - 1) / kQ;
+        const int64_t local = i - starts[j];
         // Head-major: consecutive tasks of a thread share one head's K / V slice (it stays in
         // L2 instead of cycling all heads' rows through L3); query blocks from the last down.
-        const int64_t h = i / n_qblocks, t = (n_qblocks - 1 - i % n_qblocks) * kQ;
+        const int64_t h = local / n_qblocks, t = (n_qblocks - 1 - local % n_qblocks) * kQ;
+        detail::AttnHead a{};
+        a.k_blocks = job.k.blocks;
+        a.v_blocks = job.v.blocks;
+        a.k_block_size = job.k.block_size;
+        a.k_row_stride = job.k.row_stride;
+        a.v_block_size = job.v.block_size;
+        a.v_row_stride = job.v.row_stride;
+        a.head_dim = s.head_dim;
+        a.scale = s.scale;
+        a.scores = scores.data();
+        a.rows = rows.data();
+        a.q_stride = dim;
         a.nq = std::min(kQ, s.n_tokens - t);
-        a.q = q + t * dim + h * s.head_dim;
-        a.out = out + t * dim + h * s.head_dim;
-        a.k_off = (h / group) * k.head_stride;
-        a.v_off = (h / group) * v.head_stride;
+        a.q = job.q + t * dim + h * s.head_dim;
+        a.out = job.out + t * dim + h * s.head_dim;
+        const int64_t group = s.n_heads / s.n_kv_heads;
+        a.k_off = (h / group) * job.k.head_stride;
+        a.v_off = (h / group) * job.v.head_stride;
         a.n_keys = s.pos0 + t + 1;
         head_fn(a);
       }

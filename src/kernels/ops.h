@@ -54,6 +54,17 @@ struct AttentionShape {
 void attention(const AttentionShape& s, const float* q, const KvRows& k, const KvRows& v, float* out,
                ThreadPool& pool);
 
+// Several independent attentions (one per sequence of a ragged batch) in one parallel pass, so
+// that a decode step of many sequences spreads all their heads over the threads at once. A
+// query's result is the same bits whichever batch it is computed in.
+struct AttentionJob {
+  AttentionShape shape;
+  const float* q;
+  KvRows k, v;
+  float* out;
+};
+void attention_batch(const AttentionJob* jobs, int64_t n_jobs, ThreadPool& pool);
+
 // Scalar references of the above (tests compare every dispatched version against these).
 namespace reference {
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);

@@ -91,27 +91,54 @@ void Model::ensure_scratch(int64_t n) const {
   resize(scratch_.gate, un * size_t(c.ffn_dim));
   resize(scratch_.up, un * size_t(c.ffn_dim));
   resize(scratch_.rope_table, un * size_t(c.rope_dims));
+  if (scratch_.position.size() < un) scratch_.position.resize(un);
+  if (scratch_.sequence.size() < un) scratch_.sequence.resize(un);
 }
 
 void Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv, int64_t n_logits,
                     float* logits, ThreadPool& pool) const {
+  const BatchSequence seq{tokens, n, pos0, &kv, n_logits};
+  forward_batch(&seq, 1, logits, pool);
+}
+
+void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logits,
+                          ThreadPool& pool) const {
   const auto& c = config_;
-  if (n <= 0) return;
-  if (pos0 < 0 || pos0 + n > kv.capacity() || pos0 + n > c.context_length)
-    throw std::out_of_range("positions " + std::to_string(pos0) + ".." + std::to_string(pos0 + n) +
-                            " exceed the context (" + std::to_string(std::min(kv.capacity(), c.context_length)) + ")");
-  for (int64_t t = 0; t < n; ++t)
-    if (tokens[t] < 0 || tokens[t] >= c.vocab_size)
-      throw std::out_of_range("token id " + std::to_string(tokens[t]) + " outside the vocabulary");
-  if (n_logits < 0 || n_logits > n) throw std::out_of_range("n_logits outside 0..n");
+  int64_t n = 0, n_logits = 0;
+  for (int64_t i = 0; i < n_seqs; ++i) {
+    const BatchSequence& s = seqs[i];
+    const std::string who = n_seqs > 1 ? "sequence " + std::to_string(i) + ": " : "";
+    if (s.n_tokens < 0 || s.kv == nullptr) throw std::invalid_argument(who + "no tokens or no cache");
+    const int64_t limit = std::min(s.kv->capacity(), c.context_length);
+    if (s.pos0 < 0 || s.pos0 + s.n_tokens > limit)
+      throw std::out_of_range(who + "positions " + std::to_string(s.pos0) + ".." +
+                              std::to_string(s.pos0 + s.n_tokens) + " exceed the context (" +
+                              std::to_string(limit) + ")");
+    for (int64_t t = 0; t < s.n_tokens; ++t)
+      if (s.tokens[t] < 0 || s.tokens[t] >= c.vocab_size)
+        throw std::out_of_range(who + "token id " + std::to_string(s.tokens[t]) +
+                                " outside the vocabulary");
+    if (s.n_logits < 0 || s.n_logits > s.n_tokens)
+      throw std::out_of_range(who + "n_logits outside 0..n");
+    n += s.n_tokens;
+    n_logits += s.n_logits;
+  }
+  if (n == 0) return;
   ensure_scratch(n);
+  for (int64_t i = 0, t = 0; i < n_seqs; ++i)
+    for (int64_t j = 0; j < seqs[i].n_tokens; ++j, ++t) {
+      scratch_.position[size_t(t)] = seqs[i].pos0 + j;
+      scratch_.sequence[size_t(t)] = int32_t(i);
+    }
+  const int64_t* position = scratch_.position.data();
+  const int32_t* sequence = scratch_.sequence.data();
 
   // Rotation angles for these positions, computed in float like the reference implementations
   // (llama2.c, ggml) so that logits agree to the last bits that matter.
   const int64_t half = c.rope_dims / 2;
   for_each_token(n, pool, [&](int64_t t) {
     float* cs = scratch_.rope_table.data() + t * c.rope_dims;
-    const float pos = float(pos0 + t);
+    const float pos = float(position[t]);
     for (int64_t i = 0; i < half; ++i) {
       float freq = 1.0f / std::pow(c.rope_theta, float(2 * i) / float(c.rope_dims));
       if (!c.rope_freq_factors.empty()) freq /= c.rope_freq_factors[size_t(i)];
@@ -119,24 +146,28 @@ void Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv,
       cs[2 * i] = std::cos(angle);
       cs[2 * i + 1] = std::sin(angle);
     }
-    weights_.token_embedding.dequantize_row(tokens[t], scratch_.x.data() + t * c.dim);
+    const BatchSequence& s = seqs[sequence[t]];
+    weights_.token_embedding.dequantize_row(s.tokens[position[t] - s.pos0], scratch_.x.data() + t * c.dim);
   });
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    attention_block(l, n, pos0, kv, pool);
+    attention_block(l, n, seqs, n_seqs, pool);
     ffn_block(l, n, pool);
   }
 
   if (n_logits == 0) return;
-  const int64_t first = n - n_logits;
-  for_each_token(n_logits, pool, [&](int64_t i) {
-    kernels::rmsnorm(scratch_.xn.data() + i * c.dim, scratch_.x.data() + (first + i) * c.dim,
+  // The rows whose logits are wanted: the last n_logits tokens of each sequence, in order.
+  for (int64_t i = 0, t = 0, r = 0; i < n_seqs; t += seqs[i].n_tokens, ++i)
+    for (int64_t j = seqs[i].n_tokens - seqs[i].n_logits; j < seqs[i].n_tokens; ++j, ++r)
+      scratch_.position[size_t(r)] = t + j;  // (positions are no longer needed)
+  for_each_token(n_logits, pool, [&](int64_t r) {
+    kernels::rmsnorm(scratch_.xn.data() + r * c.dim, scratch_.x.data() + position[r] * c.dim,
                      weights_.output_norm.data(), c.dim, c.rms_eps);
   });
   kernels::matmul(output_matrix(), scratch_.xn.data(), n_logits, logits, pool);
 }
 
-void Model::attention_block(int64_t layer, int64_t n, int64_t pos0, KvCache& kv,
+void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs, int64_t n_seqs,
                             ThreadPool& pool) const {
   const auto& c = config_;
   const auto& w = weights_.layers[size_t(layer)];
@@ -145,6 +176,8 @@ void Model::attention_block(int64_t layer, int64_t n, int64_t pos0, KvCache& kv,
   float* q = scratch_.q.data();
   float* k = scratch_.k.data();
   float* v = scratch_.v.data();
+  const int64_t* position = scratch_.position.data();
+  const int32_t* sequence = scratch_.sequence.data();
 
   for_each_token(n, pool, [&](int64_t t) {
     kernels::rmsnorm(xn + t * c.dim, x + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps);
@@ -165,12 +198,20 @@ void Model::attention_block(int64_t layer, int64_t n, int64_t pos0, KvCache& kv,
     const float* cs = scratch_.rope_table.data() + t * c.rope_dims;
     kernels::rope(qt, c.n_heads, c.head_dim, c.rope_dims, cs, c.rope_layout);
     kernels::rope(kt, c.n_kv_heads, c.head_dim, c.rope_dims, cs, c.rope_layout);
-    kv.store(layer, pos0 + t, kt, vt);
+    seqs[sequence[t]].kv->store(layer, position[t], kt, vt);
   });
 
-  const kernels::AttentionShape shape{n, pos0, c.n_heads, c.n_kv_heads, c.head_dim,
-                                      1.0f / std::sqrt(float(c.head_dim))};
-  kernels::attention(shape, q, kv.keys(layer), kv.values(layer), scratch_.att.data(), pool);
+  const float scale = 1.0f / std::sqrt(float(c.head_dim));
+  auto& jobs = scratch_.jobs;
+  jobs.clear();
+  for (int64_t i = 0, t = 0; i < n_seqs; t += seqs[i].n_tokens, ++i) {
+    const BatchSequence& s = seqs[i];
+    if (s.n_tokens == 0) continue;
+    const kernels::AttentionShape shape{s.n_tokens, s.pos0, c.n_heads, c.n_kv_heads, c.head_dim, scale};
+    jobs.push_back({shape, q + t * c.q_dim(), s.kv->keys(layer), s.kv->values(layer),
+                    scratch_.att.data() + t * c.q_dim()});
+  }
+  kernels::attention_batch(jobs.data(), int64_t(jobs.size()), pool);
 
   kernels::matmul(w.wo, scratch_.att.data(), n, xn, pool);
   add_in_place(x, xn, n * c.dim);

@@ -33,6 +33,20 @@ struct ModelWeights {
 struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, gate, up;
   std::vector<float> rope_table;  // [n_tokens][rope_dims/2][cos, sin] for this call's positions
+  std::vector<int64_t> position;  // per token of the batch
+  std::vector<int32_t> sequence;  // per token: index of its sequence in the batch
+  std::vector<kernels::AttentionJob> jobs;
+};
+
+// One sequence's share of a batched forward pass: tokens[0..n_tokens) at positions pos0.. with
+// their keys and values stored in (and attention reading from) kv; the logits of its last
+// n_logits tokens are wanted.
+struct BatchSequence {
+  const int32_t* tokens = nullptr;
+  int64_t n_tokens = 0;
+  int64_t pos0 = 0;
+  KvCache* kv = nullptr;
+  int64_t n_logits = 0;
 };
 
 class Model {
@@ -56,8 +70,17 @@ class Model {
   void forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv, int64_t n_logits,
                float* logits, ThreadPool& pool) const;
 
+  // A ragged batch: every sequence with its own tokens, positions and cache, in one pass (each
+  // weight matrix is read once for all of them). logits: [sum of n_logits][vocab], sequence by
+  // sequence. The model does not know or care whether a sequence is prefilling or decoding. With
+  // kernels::batch_invariant() on (or quantised weights) a sequence's logits are the same bits
+  // whatever else is in the batch. Throws like forward(), naming the sequence.
+  void forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logits,
+                     ThreadPool& pool) const;
+
  private:
-  void attention_block(int64_t layer, int64_t n, int64_t pos0, KvCache& kv, ThreadPool& pool) const;
+  void attention_block(int64_t layer, int64_t n, const BatchSequence* seqs, int64_t n_seqs,
+                       ThreadPool& pool) const;
   void ffn_block(int64_t layer, int64_t n, ThreadPool& pool) const;
   void ensure_scratch(int64_t n) const;
 

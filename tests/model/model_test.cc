@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 
 #include "decode/sampler.h"
@@ -59,6 +60,52 @@ TEST_P(SynthModelTest, GreedyOutputIsTheSameWithOneAndTwoThreads) {
   const auto two = greedy(*m, prompt, 40, 2);
   EXPECT_EQ(one, two);
   EXPECT_EQ(one.size(), 40u);
+}
+
+// A ragged batch (a prefill chunk, decode tokens, a sequence at a later position) gives every
+// sequence the same logits, bit for bit, as running it alone (batch-invariant kernels).
+TEST_P(SynthModelTest, RaggedBatchEqualsEachSequenceAlone) {
+  const bool float_type = GetParam() == DType::F32 || GetParam() == DType::F16 || GetParam() == DType::BF16;
+  kernels::set_batch_invariant(float_type);
+  const auto m = synth_model(GetParam(), 2);
+  const auto& c = m->config();
+  ThreadPool pool(2);
+  const std::vector<std::vector<int32_t>> prompts = {{1, 7, 300, 201, 42, 399, 3, 260, 12},
+                                                     {5},
+                                                     {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 11, 12, 13, 14, 15, 16, 17}};
+  // Alone: each prompt in one forward call, logits of every token.
+  std::vector<std::vector<float>> alone;
+  for (const auto& p : prompts) {
+    model::ContiguousKvCache kv(c.n_layers, 32, c.n_kv_heads, c.head_dim);
+    std::vector<float> l(p.size() * size_t(c.vocab_size));
+    m->forward(p.data(), int64_t(p.size()), 0, kv, int64_t(p.size()), l.data(), pool);
+    alone.push_back(l);
+  }
+  // Batched: the first 4 tokens of each as one batch, then the rest as a second batch.
+  std::vector<std::unique_ptr<model::ContiguousKvCache>> kvs;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    kvs.push_back(std::make_unique<model::ContiguousKvCache>(c.n_layers, 32, c.n_kv_heads, c.head_dim));
+  for (int64_t start : {int64_t{0}, int64_t{4}}) {
+    std::vector<model::BatchSequence> batch;
+    std::vector<int64_t> offset;
+    int64_t rows = 0;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const int64_t n = start == 0 ? std::min<int64_t>(4, int64_t(prompts[i].size()))
+                                   : std::max<int64_t>(0, int64_t(prompts[i].size()) - 4);
+      batch.push_back({prompts[i].data() + start, n, start, kvs[i].get(), n});
+      offset.push_back(rows);
+      rows += n;
+    }
+    std::vector<float> l(size_t(rows * c.vocab_size));
+    m->forward_batch(batch.data(), int64_t(batch.size()), l.data(), pool);
+    for (size_t i = 0; i < prompts.size(); ++i)
+      for (int64_t t = 0; t < batch[i].n_tokens; ++t)
+        ASSERT_EQ(0, std::memcmp(l.data() + (offset[i] + t) * c.vocab_size,
+                                 alone[i].data() + (start + t) * c.vocab_size,
+                                 size_t(c.vocab_size) * sizeof(float)))
+            << "sequence " << i << " position " << start + t;
+  }
+  kernels::set_batch_invariant(false);
 }
 
 TEST_P(SynthModelTest, BatchedPrefillMatchesTokenByToken) {
