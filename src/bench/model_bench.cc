@@ -64,17 +64,46 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
     const auto tokens = random_tokens(n + 1, c.vocab_size, 7);
     model::ContiguousKvCache kv(c.n_layers, n + 1, c.n_kv_heads, c.head_dim);
     for (int r = 0; r < opt.repeats + 1; ++r) {
-      if (opt.roofline && r > 0) bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
+      if (opt.roofline && r > 0)
+        bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
       m.forward(tokens.data(), 1, 0, kv, 1, logits.data(), pool);
       const auto t0 = std::chrono::steady_clock::now();
-      for (int64_t i = 1; i <= n; ++i) m.forward(&tokens[size_t(i)], 1, i, kv, 1, logits.data(), pool);
+      for (int64_t i = 1; i <= n; ++i)
+        m.forward(&tokens[size_t(i)], 1, i, kv, 1, logits.data(), pool);
       if (r > 0) rates.push_back(double(n) / seconds_since(t0));  // first round warms up
     }
     out.decode_tok_per_s = median(rates);
     out.decode_gb_per_s = out.decode_tok_per_s * double(out.decode_weight_bytes) / 1e9;
   }
+  // Batched decode from position 1 of every sequence.
+  for (int64_t b : opt.decode_batches) {
+    if (b <= 0 || n <= 0) continue;
+    std::vector<std::unique_ptr<model::ContiguousKvCache>> kvs;
+    std::vector<std::vector<int32_t>> tokens;
+    for (int64_t s = 0; s < b; ++s) {
+      kvs.push_back(
+          std::make_unique<model::ContiguousKvCache>(c.n_layers, n + 1, c.n_kv_heads, c.head_dim));
+      tokens.push_back(random_tokens(n + 1, c.vocab_size, uint32_t(100 + s)));
+    }
+    std::vector<float> batch_logits(size_t(b * c.vocab_size));
+    std::vector<model::BatchSequence> seqs(static_cast<size_t>(b));
+    auto step = [&](int64_t pos) {
+      for (int64_t s = 0; s < b; ++s)
+        seqs[size_t(s)] = {&tokens[size_t(s)][size_t(pos)], 1, pos, kvs[size_t(s)].get(), 1};
+      m.forward_batch(seqs.data(), b, batch_logits.data(), pool);
+    };
+    std::vector<double> batch_rates;
+    for (int r = 0; r < opt.repeats + 1; ++r) {
+      step(0);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int64_t i = 1; i <= n; ++i) step(i);
+      if (r > 0) batch_rates.push_back(double(n * b) / seconds_since(t0));
+    }
+    out.batched.push_back({b, median(batch_rates)});
+  }
   if (opt.roofline) {
-    if (bandwidths.empty()) bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
+    if (bandwidths.empty())
+      bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
     out.bandwidth_gb_per_s = median(bandwidths);
     out.roofline_fraction = out.decode_gb_per_s / out.bandwidth_gb_per_s;
   }

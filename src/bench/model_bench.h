@@ -16,6 +16,14 @@ struct ModelBenchOptions {
   int64_t decode_tokens = 64;
   int repeats = 3;
   bool roofline = false;
+  // Batched decode: for each size B, B sequences decode together (one token each per step, one
+  // forward_batch call), as a serving engine's decode steps do. Aggregate tokens/s.
+  std::vector<int64_t> decode_batches;
+};
+
+struct BatchDecodeResult {
+  int64_t batch = 0;
+  double tok_per_s = 0;  // all sequences together, median over repeats
 };
 
 struct PrefillResult {
@@ -31,6 +39,7 @@ struct ModelBenchResult {
   double roofline_fraction = 0;
   size_t decode_weight_bytes = 0;
   int threads = 0;
+  std::vector<BatchDecodeResult> batched;
 };
 
 ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,

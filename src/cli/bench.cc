@@ -14,6 +14,7 @@ namespace {
 struct BenchArgs {
   std::string model;
   std::vector<int64_t> prompts{128, 512};
+  std::vector<int64_t> batches;
   int64_t n = 64;
   int threads = 0, repeats = 3;
   bool roofline = false, json = false;
@@ -27,6 +28,7 @@ int run_bench(const BenchArgs& a) {
   opt.decode_tokens = a.n;
   opt.repeats = a.repeats;
   opt.roofline = a.roofline;
+  opt.decode_batches = a.batches;
   const auto r = bench::run_model_bench(*m, pool, opt);
 
   if (a.json) {
@@ -37,12 +39,15 @@ int run_bench(const BenchArgs& a) {
     j["weight_type"] = std::string(dtype_name(m->weights().layers.front().wq.type()));
     j["parameters"] = m->parameter_count();
     j["decode_weight_bytes"] = r.decode_weight_bytes;
-    for (const auto& p : r.prefill) j["prefill"].push_back({{"tokens", p.tokens}, {"tok_s", p.tok_per_s}});
+    for (const auto& p : r.prefill)
+      j["prefill"].push_back({{"tokens", p.tokens}, {"tok_s", p.tok_per_s}});
     // The headline prefill figure is the longest prompt measured (all are under "prefill").
     j["prefill_tok_s"] = r.prefill.empty() ? 0.0 : r.prefill.back().tok_per_s;
     j["decode_tokens"] = a.n;
     j["decode_tok_s"] = r.decode_tok_per_s;
     j["decode_gb_s"] = r.decode_gb_per_s;
+    for (const auto& b : r.batched)
+      j["batched_decode"].push_back({{"batch", b.batch}, {"tok_s", b.tok_per_s}});
     // Without --roofline the bandwidth is not measured: null rather than a made-up number.
     j["bandwidth_gb_s"] = a.roofline ? nlohmann::json(r.bandwidth_gb_per_s) : nlohmann::json();
     j["roofline_fraction"] = a.roofline ? nlohmann::json(r.roofline_fraction) : nlohmann::json();
@@ -50,11 +55,15 @@ int run_bench(const BenchArgs& a) {
     return 0;
   }
   std::printf("model: %s\n  %s\n", a.model.c_str(), m->describe().c_str());
-  std::printf("threads: %d, kernels: %s\n", r.threads, std::string(kernels::isa_name(kernels::active_isa())).c_str());
+  std::printf("threads: %d, kernels: %s\n", r.threads,
+              std::string(kernels::isa_name(kernels::active_isa())).c_str());
   for (const auto& p : r.prefill)
     std::printf("prefill %5lld tokens: %9.1f tok/s\n", (long long)p.tokens, p.tok_per_s);
   std::printf("decode  %5lld tokens: %9.1f tok/s  (%.1f GB/s of weights read)\n", (long long)a.n,
               r.decode_tok_per_s, r.decode_gb_per_s);
+  for (const auto& b : r.batched)
+    std::printf("decode  batch %3lld: %9.1f tok/s (all sequences together)\n", (long long)b.batch,
+                b.tok_per_s);
   if (a.roofline)
     std::printf("roofline: measured read bandwidth %.1f GB/s; decode reaches %.0f%% of it\n",
                 r.bandwidth_gb_per_s, 100 * r.roofline_fraction);
@@ -66,11 +75,18 @@ int run_bench(const BenchArgs& a) {
 Runner add_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   app.add_option("-m,--model", a->model, "model file")->required();
-  app.add_option("-p,--prompt-lengths", a->prompts, "prefill lengths, comma-separated")->delimiter(',');
+  app.add_option("-p,--prompt-lengths", a->prompts, "prefill lengths, comma-separated")
+      ->delimiter(',');
   app.add_option("-n,--n-decode", a->n, "tokens to decode")->check(CLI::NonNegativeNumber);
-  app.add_option("-t,--threads", a->threads, "threads (default: physical cores)")->check(CLI::NonNegativeNumber);
-  app.add_option("-r,--repeats", a->repeats, "repeats (median reported)")->check(CLI::PositiveNumber);
-  app.add_flag("--roofline", a->roofline, "also measure read bandwidth and decode's fraction of it");
+  app.add_option("-t,--threads", a->threads, "threads (default: physical cores)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("-r,--repeats", a->repeats, "repeats (median reported)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-b,--batch", a->batches,
+                 "also decode B sequences together (comma-separated sizes): aggregate tokens/s")
+      ->delimiter(',');
+  app.add_flag("--roofline", a->roofline,
+               "also measure read bandwidth and decode's fraction of it");
   app.add_flag("--json", a->json, "print one JSON object");
   return [a] { return run_bench(*a); };
 }

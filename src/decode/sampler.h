@@ -1,8 +1,13 @@
-// Choosing the next token from logits: greedy, or temperature sampling with top-k / top-p.
+// Choosing the next token from logits: greedy, or temperature sampling with top-k / top-p /
+// min-p, after the repetition penalties of the OpenAI and vLLM APIs; optionally the log
+// probabilities of the chosen token and of the most likely alternatives.
 #pragma once
 
 #include <cstdint>
 #include <random>
+#include <span>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace shrike::decode {
@@ -11,19 +16,68 @@ struct SamplerParams {
   float temperature = 0.0f;  // 0: greedy (argmax, first index wins ties)
   int32_t top_k = 0;         // 0: no limit
   float top_p = 1.0f;        // 1: no nucleus cut
+  float min_p = 0.0f;        // 0: off; else drop tokens with p < min_p * p_max
   uint64_t seed = 0;
+  // OpenAI: logit -= presence_penalty * (count > 0) + frequency_penalty * count, counting the
+  // generated tokens only.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  // vLLM / CTRL: a logit of a token seen in the prompt or the output is divided by it when
+  // positive, multiplied when negative. 1: off.
+  float repetition_penalty = 1.0f;
+  bool logprobs = false;     // report the chosen token's log probability
+  int32_t top_logprobs = 0;  // and this many most likely alternatives (0..20)
+};
+
+// Why p is unusable (e.g. "top_p must be in (0, 1]"), or empty when it is fine. The ranges are
+// the OpenAI API's where it has one. The sampler itself never fails on odd parameters (top_p 0
+// keeps one token, min_p above 1 keeps one), so callers decide how strict to be.
+std::string sampler_params_error(const SamplerParams& p);
+
+struct TopLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+};
+
+struct SampleResult {
+  int32_t token = 0;
+  float logprob = 0;            // when params.logprobs
+  std::vector<TopLogprob> top;  // params.top_logprobs entries, most likely first
 };
 
 class Sampler {
  public:
   explicit Sampler(SamplerParams p) : params_(p), rng_(p.seed) {}
-  // logits: [n_vocab]; may be modified (scaled, softmaxed) in place.
+  const SamplerParams& params() const { return params_; }
+
+  // logits: [n_vocab]; penalties are applied in place and undone before returning, so the caller
+  // gets its logits back unchanged. Log probabilities are those of the model's raw
+  // distribution (log-softmax of the logits before penalties and temperature), as vLLM reports.
+  // prompt / output: the request's tokens so far, for the penalties (the prompt is read only
+  // when repetition_penalty != 1). Throws std::invalid_argument for an empty vocabulary or a
+  // token id outside it.
+  SampleResult sample(float* logits, int64_t n_vocab, std::span<const int32_t> prompt,
+                      std::span<const int32_t> output);
+  // Without penalties or logprobs (the CLI's generate loop).
   int32_t sample(float* logits, int64_t n_vocab);
 
  private:
+  struct Candidate {
+    float logit;  // divided by the temperature
+    int32_t token;
+    float weight;  // exp(logit - max logit): the unnormalised probability
+  };
+  int32_t pick(const float* logits, int64_t n_vocab);
+  size_t locate(size_t end, double target, double* mass);
+  void apply_penalties(float* logits, int64_t n_vocab, std::span<const int32_t> prompt,
+                       std::span<const int32_t> output);
+
   SamplerParams params_;
   std::mt19937_64 rng_;
-  std::vector<std::pair<float, int32_t>> candidates_;  // reused buffer
+  std::vector<Candidate> candidates_;  // reused buffer
+  std::vector<int32_t> counts_;   // reused buffer (frequency of output ids), all 0 between calls
+  std::vector<int32_t> touched_;  // ids whose counts_ entry is set during a call
+  std::vector<std::pair<int32_t, float>> saved_;  // (id, raw logit) of penalised tokens
 };
 
 // Index of the largest value; the first one on ties (as llama2.c and llama.cpp's greedy do).

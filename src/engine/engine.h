@@ -1,0 +1,139 @@
+// The serving engine: a loop on its own thread that runs the scheduler's plan through the model
+// step after step, samples, detokenises, applies stop strings and deadlines, and hands each
+// request's tokens to whoever submitted it (the HTTP threads) through a RequestStream.
+#pragma once
+
+#include <chrono>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "decode/sampler.h"
+#include "engine/metrics.h"
+#include "engine/scheduler.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace shrike::engine {
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;       // token ids (1 .. context_length - 1 of them)
+  decode::SamplerParams sampling;
+  int64_t max_tokens = 16;           // >= 1; capped so that prompt + output fit the context
+  std::vector<std::string> stop;     // stop strings: output ends before the first match
+  bool ignore_eos = false;
+  // When it passes, the request ends with FinishReason::Deadline (waiting or running): the
+  // stream gets what was generated so far and the blocks are freed within one step.
+  std::optional<Clock::time_point> deadline;
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<decode::TopLogprob> top;  // the sampler's top_logprobs alternatives
+};
+
+// A piece of a request's output. Events arrive in order; the last one has `finished` set.
+struct StreamEvent {
+  std::string text;                   // new text: whole UTF-8 characters, stop strings removed
+  std::vector<int32_t> tokens;        // tokens this event covers
+  std::vector<TokenLogprob> logprobs;  // one per token when logprobs were requested
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::Stop;  // meaningful when finished
+  std::string error;                  // FinishReason::Error: why
+  // Usage, filled on the last event.
+  int64_t prompt_tokens = 0, completion_tokens = 0, cached_prompt_tokens = 0;
+};
+
+// One request's output channel, shared by the engine (producer) and the submitter (consumer).
+class RequestStream {
+ public:
+  // Waits up to `timeout` for the next event; false on timeout. After the finished event has been
+  // returned, returns false at once.
+  bool next(StreamEvent& out, std::chrono::milliseconds timeout);
+  // Asks the engine to stop this request (client gone). Its blocks are freed within one step and
+  // a final event with FinishReason::Cancelled is pushed.
+  void cancel() { cancelled_.store(true); }
+  bool cancelled() const { return cancelled_.load(); }
+
+  // Engine side.
+  void push(StreamEvent ev);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<StreamEvent> events_;
+  bool done_ = false;  // the finished event was pushed
+  bool consumed_done_ = false;
+  std::atomic<bool> cancelled_{false};
+};
+
+enum class SubmitStatus { Accepted, QueueFull, Draining, Invalid };
+
+struct SubmitResult {
+  SubmitStatus status = SubmitStatus::Invalid;
+  std::shared_ptr<RequestStream> stream;  // when Accepted
+  std::string message;                    // otherwise: why, for the client
+};
+
+struct EngineConfig {
+  SchedulerConfig scheduler;  // context_length is clamped to the model's
+  int64_t block_size = 16;
+  int64_t kv_blocks = 0;      // 0: enough for max_seqs sequences of the full context, capped by
+                              // kv_cache_bytes
+  size_t kv_cache_bytes = size_t(2) << 30;
+  int threads = 0;            // 0: default_thread_count()
+  // Turns on kernels::set_batch_invariant (process-wide): float-weight outputs then do not depend
+  // on what else is batched, at some cost to single-sequence decode (quantised weights always are).
+  bool batch_invariant = false;
+};
+
+class Engine {
+ public:
+  // Starts the engine thread. The model and tokenizer must outlive the engine.
+  Engine(const model::Model& model, const tokenizer::Tokenizer& tok, EngineConfig config);
+  ~Engine();  // shutdown()
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Thread-safe. Invalid (empty prompt, prompt of context_length tokens or more, a token outside
+  // the vocabulary, max_tokens < 1), Draining after drain(), QueueFull when max_queue requests
+  // wait; the message says which.
+  SubmitResult submit(GenerationRequest req);
+
+  // Refuse new requests from now on; running and waiting ones continue.
+  void drain();
+  bool draining() const { return draining_.load(); }
+  // Nothing waiting or running.
+  bool idle() const;
+  // Cancels every request (each gets its final event) and stops the engine thread. Idempotent.
+  void shutdown();
+
+  const EngineConfig& config() const { return config_; }
+  int64_t context_length() const { return config_.scheduler.context_length; }
+  const model::Model& model() const { return model_; }
+  const tokenizer::Tokenizer& tokenizer() const { return tok_; }
+  EngineMetrics& metrics() { return metrics_; }
+  EngineGauges gauges() const;
+
+ private:
+  struct Impl;
+  void loop();
+
+  const model::Model& model_;
+  const tokenizer::Tokenizer& tok_;
+  EngineConfig config_;
+  EngineMetrics metrics_;
+  std::atomic<bool> draining_{false};
+  std::unique_ptr<Impl> impl_;
+  std::thread thread_;
+};
+
+}  // namespace shrike::engine

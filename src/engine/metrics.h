@@ -1,0 +1,88 @@
+// What the engine counts while it serves, in the shape Prometheus expects: cumulative histograms
+// (seconds), monotonic counters and point-in-time gauges. Every member is safe to update from the
+// engine thread while HTTP threads read it.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shrike::engine {
+
+class Histogram {
+ public:
+  // bounds: upper bounds of the buckets, strictly increasing (+Inf is implicit).
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double value);  // NaN is ignored
+  struct Snapshot {
+    std::vector<double> bounds;
+    std::vector<uint64_t> cumulative;  // per bound, then +Inf last (== count)
+    double sum = 0;
+    uint64_t count = 0;
+  };
+  Snapshot snapshot() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  // per bucket (not cumulative), +Inf last
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+// Latency buckets (seconds) from 1 ms to 60 s, roughly x2 apart.
+std::vector<double> latency_buckets();
+
+// Why a request ended; the names are what the metrics and the HTTP API show.
+enum class FinishReason : int { Stop = 0, Length, Cancelled, Deadline, Error, kCount };
+const char* finish_reason_name(
+    FinishReason r);  // "stop", "length", "cancelled", "deadline", "error"
+
+struct EngineMetrics {
+  Histogram e2e_latency{latency_buckets()};            // submit -> last token
+  Histogram time_to_first_token{latency_buckets()};    // submit -> first token
+  Histogram time_per_output_token{latency_buckets()};  // (last - first token) / (tokens - 1)
+  Histogram inter_token_latency{latency_buckets()};    // between consecutive tokens of a request
+  Histogram queue_wait{latency_buckets()};             // submit -> first scheduled
+  std::array<std::atomic<int64_t>, size_t(FinishReason::kCount)> finished{};  // by reason
+  std::atomic<int64_t> prompt_tokens{0};  // prompt tokens of admitted requests
+  std::atomic<int64_t> generated_tokens{0};
+  std::atomic<int64_t> preemptions{0};
+  std::atomic<int64_t> rejected{0};      // refused at submit (queue full, draining)
+  std::atomic<int64_t> timed_out{0};     // deadline passed (also counted in finished)
+  std::atomic<int64_t> steps{0};         // engine steps that ran the model
+  std::atomic<int64_t> batch_tokens{0};  // tokens computed over all steps
+};
+
+// Values read at scrape time.
+struct EngineGauges {
+  int64_t running = 0, waiting = 0;
+  int64_t kv_blocks_used = 0, kv_blocks_total = 0, kv_blocks_cached = 0;
+  int64_t kv_bytes_total = 0, kv_bytes_used = 0;
+  int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;  // counters kept by the block pool
+};
+
+// Counters kept by the HTTP layer: requests by route and status code.
+struct HttpRequestCount {
+  std::string route;
+  int status = 0;
+  int64_t count = 0;
+};
+
+// Prometheus text exposition format (version 0.0.4) of everything above, every metric with
+// # HELP and # TYPE lines, names prefixed shrike_.
+std::string render_prometheus(const EngineMetrics& m, const EngineGauges& g,
+                              const std::vector<HttpRequestCount>& http);
+
+// A sample value or "le" bound as the Go client writes it: the shortest digits that read back
+// exactly, exponent form below 1e-4 and from 1e6 ("0.005", "1", "2.5e-05", "1.5e+06"), "+Inf",
+// "-Inf", "NaN".
+std::string format_prometheus_value(double v);
+// A label value with backslash, double quote and newline escaped.
+std::string escape_label_value(std::string_view v);
+
+}  // namespace shrike::engine

@@ -1,0 +1,314 @@
+// The engine end to end on real forward passes: batch invariance under continuous batching,
+// prefix caching, preemption, cancellation, deadlines, the bounded queue, static batching, stop
+// strings, and that no KV block is left in use after any of it.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "engine/engine.h"
+#include "gguf/gguf.h"
+#include "kernels/matmul.h"
+#include "model/synth.h"
+#include "shared_data.h"
+#include "tokenizer/vocab.h"
+
+namespace shrike::engine {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Loaded {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+};
+
+Loaded load_gguf(const std::string& path) {
+  Loaded l;
+  l.model = model::load_model(path);
+  const auto f = gguf::GgufFile::open(path);
+  l.tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::vocab_from_gguf(f));
+  return l;
+}
+
+// A small F32 model with a 1024-token context (prompts up to 500 tokens plus output).
+const Loaded& synth_f32() {
+  static const Loaded l = [] {
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("shrike_engine_test_" + std::to_string(getpid()) + ".gguf");
+    model::SynthOptions o;
+    o.dim = 64;
+    o.n_layers = 2;
+    o.n_heads = 4;
+    o.n_kv_heads = 2;
+    o.ffn_dim = 128;
+    o.vocab = 512;
+    o.context_length = 1024;
+    o.type = DType::F32;
+    o.seed = 5;
+    model::write_synth_model(o, path.string());
+    Loaded m = load_gguf(path.string());
+    std::filesystem::remove(path);
+    return m;
+  }();
+  return l;
+}
+
+struct Output {
+  std::vector<int32_t> tokens;
+  std::string text;
+  StreamEvent last;
+};
+
+Output collect(RequestStream& s) {
+  Output o;
+  StreamEvent ev;
+  const auto give_up = Clock::now() + 120s;
+  while (Clock::now() < give_up) {
+    if (!s.next(ev, 100ms)) continue;
+    o.tokens.insert(o.tokens.end(), ev.tokens.begin(), ev.tokens.end());
+    o.text += ev.text;
+    if (ev.finished) {
+      o.last = ev;
+      return o;
+    }
+  }
+  ADD_FAILURE() << "request did not finish within 120 s";
+  return o;
+}
+
+GenerationRequest greedy_request(std::vector<int32_t> prompt, int64_t max_tokens) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  return r;
+}
+
+EngineConfig config(int64_t max_batch_tokens = 256, int64_t max_seqs = 64) {
+  EngineConfig c;
+  c.scheduler.max_batch_tokens = max_batch_tokens;
+  c.scheduler.max_seqs = max_seqs;
+  c.threads = 2;
+  c.batch_invariant = true;
+  return c;
+}
+
+void expect_no_blocks_in_use(const Engine& e) {
+  // The engine publishes its gauges after each step; give it a moment after the last event.
+  for (int i = 0; i < 200 && e.gauges().kv_blocks_used != 0; ++i) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(e.gauges().kv_blocks_used, 0);
+  EXPECT_TRUE(e.idle());
+}
+
+std::vector<GenerationRequest> random_requests(int n, int64_t max_prompt, int64_t max_out,
+                                               int32_t vocab, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < n; ++i) {
+    const int64_t len = std::uniform_int_distribution<int64_t>(1, max_prompt)(rng);
+    std::vector<int32_t> p(size_t(len), 0);
+    for (auto& t : p) t = std::uniform_int_distribution<int32_t>(3, vocab - 1)(rng);
+    reqs.push_back(greedy_request(p, std::uniform_int_distribution<int64_t>(1, max_out)(rng)));
+  }
+  return reqs;
+}
+
+std::vector<Output> run_alone(const Loaded& m, const std::vector<GenerationRequest>& reqs) {
+  Engine e(*m.model, *m.tok, config());
+  std::vector<Output> out;
+  for (const auto& r : reqs) {
+    auto s = e.submit(r);
+    EXPECT_EQ(s.status, SubmitStatus::Accepted) << s.message;
+    out.push_back(collect(*s.stream));
+  }
+  expect_no_blocks_in_use(e);
+  return out;
+}
+
+std::vector<Output> run_concurrently(Engine& e, const std::vector<GenerationRequest>& reqs) {
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& r : reqs) {
+    auto s = e.submit(r);
+    EXPECT_EQ(s.status, SubmitStatus::Accepted) << s.message;
+    streams.push_back(s.stream);
+  }
+  std::vector<Output> out;
+  for (auto& s : streams) out.push_back(collect(*s));
+  return out;
+}
+
+void expect_same_outputs(const std::vector<Output>& a, const std::vector<Output>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].tokens, b[i].tokens) << "request " << i;
+    EXPECT_EQ(a[i].last.finish_reason, b[i].last.finish_reason) << "request " << i;
+  }
+}
+
+TEST(Engine, SixtyFourConcurrentRequestsGiveTheirSoloOutputs) {
+  const auto& m = synth_f32();
+  const auto reqs = random_requests(64, 500, 48, 512, 1);
+  const auto alone = run_alone(m, reqs);
+  Engine e(*m.model, *m.tok, config());
+  const auto together = run_concurrently(e, reqs);
+  expect_same_outputs(alone, together);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(int64_t(together[i].tokens.size()), reqs[i].max_tokens);
+    EXPECT_EQ(together[i].last.finish_reason, FinishReason::Length);
+    EXPECT_EQ(together[i].last.completion_tokens, reqs[i].max_tokens);
+    EXPECT_EQ(together[i].last.prompt_tokens, int64_t(reqs[i].prompt.size()));
+  }
+  EXPECT_GT(e.metrics().steps.load(), 0);
+  expect_no_blocks_in_use(e);
+}
+
+TEST(Engine, Stories260KConcurrentRequestsGiveTheirSoloOutputs) {
+  SHRIKE_REQUIRE_SHARED("reference/stories260K/stories260K.gguf");
+  const Loaded m = load_gguf(testing::shared_dir() + "/reference/stories260K/stories260K.gguf");
+  auto reqs = random_requests(64, 400, 100, 512, 2);
+  for (auto& r : reqs) r.ignore_eos = false;  // real text: let EOS end some of them
+  const auto alone = run_alone(m, reqs);
+  Engine e(*m.model, *m.tok, config());
+  expect_same_outputs(alone, run_concurrently(e, reqs));
+  expect_no_blocks_in_use(e);
+}
+
+TEST(Engine, SharedPrefixIsComputedOnceAndGivesTheColdOutput) {
+  const auto& m = synth_f32();
+  std::mt19937 rng(3);
+  std::vector<int32_t> prefix(256);
+  for (auto& t : prefix) t = std::uniform_int_distribution<int32_t>(3, 511)(rng);
+  auto first = prefix, second = prefix;
+  for (int32_t t : {40, 41, 42}) first.push_back(t);
+  for (int32_t t : {50, 51, 52, 53, 54}) second.push_back(t);
+
+  Engine cold(*m.model, *m.tok, config());
+  const auto cold_out = collect(*cold.submit(greedy_request(second, 20)).stream);
+
+  Engine e(*m.model, *m.tok, config());
+  collect(*e.submit(greedy_request(first, 20)).stream);
+  const auto hits_before = e.gauges().prefix_hit_tokens;
+  const auto steps_before = e.metrics().batch_tokens.load();
+  const auto warm_out = collect(*e.submit(greedy_request(second, 20)).stream);
+  EXPECT_GE(e.gauges().prefix_hit_tokens - hits_before, 256);
+  EXPECT_EQ(warm_out.last.cached_prompt_tokens, 256);
+  // Only the suffix (5 tokens) and the generated tokens were computed.
+  EXPECT_EQ(e.metrics().batch_tokens.load() - steps_before, 5 + 19);
+  EXPECT_EQ(warm_out.tokens, cold_out.tokens);
+  expect_no_blocks_in_use(e);
+}
+
+TEST(Engine, PreemptionUnderASmallPoolKeepsEveryOutput) {
+  const auto& m = synth_f32();
+  const auto reqs = random_requests(64, 300, 64, 512, 4);
+  const auto alone = run_alone(m, reqs);
+  EngineConfig c = config();
+  c.kv_blocks = 3 * (364 / 16 + 1);  // about three of the longest sequences at once
+  Engine e(*m.model, *m.tok, c);
+  expect_same_outputs(alone, run_concurrently(e, reqs));
+  EXPECT_GT(e.metrics().preemptions.load(), 0);
+  expect_no_blocks_in_use(e);
+}
+
+TEST(Engine, CancellationFreesTheBlocksAndEndsTheStream) {
+  const auto& m = synth_f32();
+  Engine e(*m.model, *m.tok, config());
+  auto s = e.submit(greedy_request(std::vector<int32_t>(100, 7), 800)).stream;
+  StreamEvent ev;
+  ASSERT_TRUE(s->next(ev, 10s));
+  s->cancel();
+  const auto out = collect(*s);
+  EXPECT_EQ(out.last.finish_reason, FinishReason::Cancelled);
+  EXPECT_LT(out.last.completion_tokens, 800);
+  EXPECT_EQ(e.metrics().finished[size_t(FinishReason::Cancelled)].load(), 1);
+  expect_no_blocks_in_use(e);
+}
+
+TEST(Engine, DeadlineEndsARequestWithWhatItHas) {
+  const auto& m = synth_f32();
+  Engine e(*m.model, *m.tok, config());
+  auto r = greedy_request(std::vector<int32_t>(50, 9), 900);
+  r.deadline = Clock::now() + 50ms;
+  const auto out = collect(*e.submit(r).stream);
+  EXPECT_EQ(out.last.finish_reason, FinishReason::Deadline);
+  EXPECT_LT(out.last.completion_tokens, 900);
+  EXPECT_EQ(e.metrics().timed_out.load(), 1);
+  expect_no_blocks_in_use(e);
+}
+
+TEST(Engine, RefusesBadRequestsAndAFullQueueAndWhileDraining) {
+  const auto& m = synth_f32();
+  EngineConfig c = config();
+  c.scheduler.max_queue = 2;
+  c.scheduler.max_seqs = 1;
+  Engine e(*m.model, *m.tok, c);
+  EXPECT_EQ(e.submit(greedy_request({}, 5)).status, SubmitStatus::Invalid);
+  EXPECT_EQ(e.submit(greedy_request(std::vector<int32_t>(1024, 3), 5)).status, SubmitStatus::Invalid);
+  EXPECT_EQ(e.submit(greedy_request({3, 512}, 5)).status, SubmitStatus::Invalid);
+  EXPECT_EQ(e.submit(greedy_request({3}, 0)).status, SubmitStatus::Invalid);
+  // One runs (max_seqs 1), two wait, the next is refused.
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  streams.push_back(e.submit(greedy_request({3, 4}, 900)).stream);
+  for (int i = 0; i < 200 && e.gauges().running == 0; ++i) std::this_thread::sleep_for(5ms);
+  streams.push_back(e.submit(greedy_request({3, 4}, 900)).stream);
+  streams.push_back(e.submit(greedy_request({3, 4}, 900)).stream);
+  const auto full = e.submit(greedy_request({3, 4}, 5));
+  EXPECT_EQ(full.status, SubmitStatus::QueueFull) << full.message;
+  e.drain();
+  EXPECT_EQ(e.submit(greedy_request({3, 4}, 5)).status, SubmitStatus::Draining);
+  for (auto& s : streams) {
+    ASSERT_TRUE(s);
+    s->cancel();
+    EXPECT_EQ(collect(*s).last.finish_reason, FinishReason::Cancelled);
+  }
+  expect_no_blocks_in_use(e);
+}
+
+TEST(Engine, StaticBatchingGivesTheSameOutputs) {
+  const auto& m = synth_f32();
+  const auto reqs = random_requests(12, 200, 30, 512, 6);
+  const auto alone = run_alone(m, reqs);
+  EngineConfig c = config();
+  c.scheduler.mode = BatchingMode::Static;
+  c.scheduler.batch_size = 5;
+  c.scheduler.batch_wait_ms = 5;
+  Engine e(*m.model, *m.tok, c);
+  expect_same_outputs(alone, run_concurrently(e, reqs));
+  expect_no_blocks_in_use(e);
+}
+
+TEST(Engine, StopStringEndsTheTextBeforeIt) {
+  const auto& m = synth_f32();
+  Engine e(*m.model, *m.tok, config());
+  const auto full = collect(*e.submit(greedy_request({3, 100, 200, 300}, 60)).stream);
+  ASSERT_GT(full.text.size(), 20u);
+  // Some 3 bytes from the middle of the text, on character boundaries.
+  size_t at = full.text.size() / 2;
+  while (at > 0 && (full.text[at] & 0xC0) == 0x80) --at;
+  size_t end = at + 3;
+  while (end < full.text.size() && (full.text[end] & 0xC0) == 0x80) ++end;
+  const std::string stop = full.text.substr(at, end - at);
+  auto r = greedy_request({3, 100, 200, 300}, 60);
+  r.stop = {"\x01never", stop};
+  const auto cut = collect(*e.submit(r).stream);
+  EXPECT_EQ(cut.last.finish_reason, FinishReason::Stop);
+  EXPECT_EQ(cut.text, full.text.substr(0, full.text.find(stop)));
+  expect_no_blocks_in_use(e);
+}
+
+TEST(Engine, ShutdownEndsEveryRequest) {
+  const auto& m = synth_f32();
+  auto e = std::make_unique<Engine>(*m.model, *m.tok, config());
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 5; ++i) streams.push_back(e->submit(greedy_request({3, 4, 5}, 900)).stream);
+  e->shutdown();
+  for (auto& s : streams) EXPECT_EQ(collect(*s).last.finish_reason, FinishReason::Cancelled);
+}
+
+}  // namespace
+}  // namespace shrike::engine
