@@ -295,7 +295,7 @@ void Engine::loop() {
     ev.prompt_tokens = int64_t(a.req.prompt.size());
     ev.completion_tokens = int64_t(a.output.size());
     ev.cached_prompt_tokens = a.cached_prompt;
-    emit(a, std::move(ev), true);
+    // Metrics and blocks first: whoever reads the final event then sees them settled.
     metrics_.finished[size_t(reason)].fetch_add(1);
     if (reason == FinishReason::Deadline) metrics_.timed_out.fetch_add(1);
     metrics_.e2e_latency.observe(seconds(now - a.submitted));
@@ -303,8 +303,10 @@ void Engine::loop() {
       metrics_.time_per_output_token.observe(seconds(a.last_token - a.first_token) /
                                              double(a.output.size() - 1));
     im.scheduler.finish(id);
-    im.active.erase(it);
+    publish();
     im.in_flight.fetch_sub(1);
+    emit(a, std::move(ev), true);
+    im.active.erase(it);
   };
 
   // One sampled token: checks the end conditions, streams the text.
