@@ -3,7 +3,7 @@
 # everything is already there (no apt-get at all then).
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-          nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev)
+          nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libcpp-httplib-dev curl)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -14,4 +14,24 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The official openai npm package for tests/server's client test (pinned by its package-lock.json).
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+client="$root/tests/server/openai_client"
+if [ ! -f "$client/node_modules/openai/package.json" ]; then
+  if ! command -v npm >/dev/null 2>&1; then
+    # These machines come with Node.js 20; elsewhere Debian's own Node.js (18) and npm will do.
+    echo "setup: installing nodejs npm"
+    sudo_cmd=""
+    [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends nodejs npm
+  fi
+  if command -v npm >/dev/null 2>&1; then
+    echo "setup: npm ci in tests/server/openai_client"
+    npm ci --prefix "$client" --no-audit --no-fund --loglevel=error
+  else
+    echo "setup: npm not found; the openai client test (tests/server) fails until Node.js 20+ is installed" >&2
+  fi
 fi

@@ -23,7 +23,7 @@ namespace shrike::cli {
 namespace {
 
 struct LoadtestArgs {
-  std::string url, endpoint = "completions", model = "default";
+  std::string url, endpoint = "completions", model;
   bool no_stream = false, allow_remote = false;
   int concurrency = 0;
   double rate = 0, burstiness = 1;
@@ -133,7 +133,8 @@ Runner add_loadtest(CLI::App& app) {
   app.add_option("--endpoint", a->endpoint, "completions or chat")
       ->check(CLI::IsMember({"completions", "chat"}));
   app.add_flag("--no-stream", a->no_stream, "plain JSON responses instead of SSE streaming");
-  app.add_option("--model", a->model, "model name sent in requests");
+  app.add_option("--model", a->model,
+                 "model name sent in requests (default: none, the server's own)");
   app.add_option("--concurrency", a->concurrency, "closed loop: N requests outstanding")
       ->check(CLI::PositiveNumber);
   app.add_option("--rate", a->rate, "open loop: mean arrivals per second")

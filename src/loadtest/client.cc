@@ -143,7 +143,8 @@ const char* outcome_name(Outcome o) {
 
 std::string request_body(const RunConfig& c, const std::string& prompt, int64_t max_tokens) {
   nlohmann::json j;
-  j["model"] = c.model;
+  // Without a name the server uses its own model (OpenAI-compatible servers check a given name).
+  if (!c.model.empty()) j["model"] = c.model;
   if (c.chat)
     j["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt}}});
   else

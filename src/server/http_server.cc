@@ -1,0 +1,576 @@
+#include "server/http_server.h"
+
+#include <httplib.h>
+#include <sys/socket.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "engine/engine.h"
+#include "server/openai_protocol.h"
+
+namespace shrike::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr const char* kJsonType = "application/json";
+// How long a stream may stay silent before a comment line is written: writing is the only way to
+// notice a client that went away while its request waits or prefills.
+constexpr auto kKeepAliveEvery = std::chrono::seconds(1);
+constexpr auto kPollEvery = std::chrono::milliseconds(100);
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(error_body(e), kJsonType);
+}
+
+void send_json(httplib::Response& res, int status, const nlohmann::json& j) {
+  res.status = status;
+  res.set_content(dump_json(j), kJsonType);
+}
+
+// The route label of the request counters: known routes by name, everything else as "other" so a
+// scanner probing random paths cannot grow the metrics without bound.
+std::string route_label(const std::string& path) {
+  for (const char* known :
+       {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics"})
+    if (path == known) return known;
+  if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
+  return "other";
+}
+
+// Compares without an early exit, so response time does not reveal how much of a key matched.
+bool equal_constant_time(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= uint8_t(a[i]) ^ uint8_t(i < b.size() ? b[i] : 0);
+  return diff == 0;
+}
+
+int64_t unix_now() {
+  return int64_t(std::time(nullptr));
+}
+
+// Counts a request as in progress for the drain while alive.
+class InFlight {
+ public:
+  explicit InFlight(std::atomic<int64_t>& n) : n_(n) { n_.fetch_add(1); }
+  ~InFlight() { n_.fetch_sub(1); }
+  InFlight(const InFlight&) = delete;
+  InFlight& operator=(const InFlight&) = delete;
+
+ private:
+  std::atomic<int64_t>& n_;
+};
+
+// Registers a submitted request with the server for its lifetime.
+class ActiveStream {
+ public:
+  ActiveStream(std::mutex& mu, std::set<std::shared_ptr<engine::RequestStream>>& set,
+               std::shared_ptr<engine::RequestStream> s)
+      : mu_(mu), set_(set), s_(std::move(s)) {
+    std::lock_guard<std::mutex> lock(mu_);
+    set_.insert(s_);
+  }
+  ~ActiveStream() {
+    std::lock_guard<std::mutex> lock(mu_);
+    set_.erase(s_);
+  }
+  ActiveStream(const ActiveStream&) = delete;
+  ActiveStream& operator=(const ActiveStream&) = delete;
+
+ private:
+  std::mutex& mu_;
+  std::set<std::shared_ptr<engine::RequestStream>>& set_;
+  std::shared_ptr<engine::RequestStream> s_;
+};
+
+// Engine log probabilities -> text the client can read; text_offset counts bytes of output.
+void append_logprobs(const tokenizer::Tokenizer& tok, const engine::StreamEvent& ev,
+                     int64_t& text_offset, std::vector<LogprobEntry>& out) {
+  auto piece = [&](int32_t id) {
+    try {
+      return tok.token_to_piece(id);
+    } catch (const std::out_of_range&) {
+      return std::string();
+    }
+  };
+  for (const auto& t : ev.logprobs) {
+    LogprobEntry e;
+    e.token = piece(t.token);
+    e.logprob = t.logprob;
+    for (const auto& alt : t.top) e.top.emplace_back(piece(alt.token), alt.logprob);
+    e.text_offset = text_offset;
+    text_offset += int64_t(e.token.size());
+    out.push_back(std::move(e));
+  }
+}
+
+Usage usage_of(const engine::StreamEvent& ev) {
+  return {ev.prompt_tokens, ev.completion_tokens, ev.cached_prompt_tokens};
+}
+
+// One streaming response: owns the engine stream and ends the request if the response goes away
+// before the engine finished it (client gone, write failed, server stopping).
+struct StreamJob {
+  std::shared_ptr<engine::RequestStream> stream;
+  const tokenizer::Tokenizer* tok = nullptr;
+  ResponseMeta meta;
+  bool include_usage = false;
+  bool first = true;
+  bool finished = false;
+  int64_t text_offset = 0;
+  std::unique_ptr<InFlight> in_flight;
+  std::unique_ptr<ActiveStream> active;
+  Clock::time_point last_write = Clock::now();
+
+  ~StreamJob() {
+    if (!finished) stream->cancel();
+  }
+
+  bool write(httplib::DataSink& sink, const std::string& s) {
+    last_write = Clock::now();
+    return sink.write(s.data(), s.size());
+  }
+
+  // Called by httplib until the stream is done; blocks for the next event. False ends the
+  // response (the connection is dropped), which is what a vanished client needs.
+  bool provide(httplib::DataSink& sink) {
+    engine::StreamEvent ev;
+    while (!stream->next(ev, std::chrono::duration_cast<std::chrono::milliseconds>(kPollEvery))) {
+      if (!sink.is_writable()) return abandon();
+      if (Clock::now() - last_write >= kKeepAliveEvery && !write(sink, ": keep-alive\n\n"))
+        return abandon();
+    }
+    std::vector<LogprobEntry> logprobs;
+    if (meta.logprobs) append_logprobs(*tok, ev, text_offset, logprobs);
+    if (!ev.finished) {
+      if (ev.text.empty() && logprobs.empty()) return true;  // nothing to tell the client yet
+      const bool ok = write(sink, sse_event(stream_chunk(meta, ev.text, logprobs, first, {})));
+      first = false;
+      return ok ? true : abandon();
+    }
+    finished = true;
+    std::string out;
+    if (ev.finish_reason == engine::FinishReason::Error) {
+      // The stream has started (status 200 is sent), so the error travels as an event.
+      if (!ev.text.empty()) out += sse_event(stream_chunk(meta, ev.text, logprobs, first, {}));
+      out += "data: " + error_body(server_error("generation failed: " + ev.error)) + "\n\n";
+    } else {
+      out += sse_event(stream_chunk(meta, ev.text, logprobs, first, ev.finish_reason));
+      if (include_usage) out += sse_event(usage_chunk(meta, usage_of(ev)));
+    }
+    out += kSseDone;
+    if (!write(sink, out)) return false;
+    sink.done();
+    return true;
+  }
+
+  bool abandon() {
+    stream->cancel();
+    return false;
+  }
+};
+
+}  // namespace
+
+struct HttpServer::Impl {
+  explicit Impl(ServerOptions o) : opt(std::move(o)), rng(std::random_device{}()) {}
+
+  ServerOptions opt;
+  httplib::Server svr;
+  std::atomic<engine::Engine*> engine{nullptr};
+  std::atomic<ChatFormat> chat_format{ChatFormat::Plain};
+  std::atomic<bool> draining{false};
+  std::atomic<int64_t> in_flight{0};
+  std::atomic<bool> serving{false}, stop_requested{false};
+  int listen_fd = -1;  // the listening socket, seen through httplib's socket-options hook
+  std::mutex stop_mu;
+  bool stopped = false;
+  const int64_t created = unix_now();
+
+  mutable std::mutex counts_mu;
+  std::map<std::pair<std::string, int>, int64_t> counts;
+
+  // Requests submitted and not yet answered, so that stop() can end them: a drain that times out
+  // must not wait for them (their workers would keep serve() from returning).
+  std::mutex active_mu;
+  std::set<std::shared_ptr<engine::RequestStream>> active;
+
+  std::mutex rng_mu;
+  std::mt19937_64 rng;
+
+  uint64_t random64() {
+    std::lock_guard<std::mutex> lock(rng_mu);
+    return rng();
+  }
+
+  std::string new_id(Endpoint ep) {
+    char hex[33];
+    std::snprintf(hex, sizeof hex, "%016llx%016llx", (unsigned long long)random64(),
+                  (unsigned long long)random64());
+    return std::string(ep == Endpoint::ChatCompletions ? "chatcmpl-" : "cmpl-") + hex;
+  }
+
+  // 401 when a key is configured and the request does not carry it as "Bearer KEY".
+  std::optional<ApiError> check_auth(const httplib::Request& req) const {
+    if (opt.api_key.empty()) return std::nullopt;
+    if (!req.has_header("Authorization"))
+      return unauthorized(
+          "You didn't provide an API key. Send it in the Authorization header as 'Bearer KEY'.");
+    const std::string h = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (h.rfind(prefix, 0) != 0 || !equal_constant_time(h.substr(prefix.size()), opt.api_key))
+      return unauthorized("Incorrect API key provided.");
+    return std::nullopt;
+  }
+
+  void install_routes();
+  void generate(const httplib::Request& req, httplib::Response& res,
+                const httplib::ContentReader& reader, Endpoint ep);
+  void models(const httplib::Request& req, httplib::Response& res);
+};
+
+HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  Impl& m = *impl_;
+  const int threads = std::max(1, m.opt.http_threads);
+  m.svr.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  m.svr.set_payload_max_length(m.opt.max_body_bytes);
+  m.svr.set_tcp_nodelay(true);  // each SSE event is a small write that must leave at once
+  m.svr.set_keep_alive_max_count(1000);
+  // Replaces httplib's default options, which include SO_REUSEPORT: with it a second server on a
+  // busy port would start and silently share the connections instead of failing.
+  m.svr.set_socket_options([&m](int sock) {
+    const int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    m.listen_fd = sock;
+  });
+  m.install_routes();
+}
+
+HttpServer::~HttpServer() {
+  stop();
+}
+
+void HttpServer::Impl::install_routes() {
+  const auto post_only = [](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Allow", "POST");
+    send_error(res,
+               method_not_allowed(req.method + " is not allowed on " + req.path + "; use POST"));
+  };
+  const auto get_only = [](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Allow", "GET");
+    send_error(res,
+               method_not_allowed(req.method + " is not allowed on " + req.path + "; use GET"));
+  };
+
+  svr.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& reader) {
+    generate(req, res, reader, Endpoint::Completions);
+  });
+  svr.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res,
+                                          const httplib::ContentReader& reader) {
+    generate(req, res, reader, Endpoint::ChatCompletions);
+  });
+  svr.Get("/v1/completions", post_only);
+  svr.Get("/v1/chat/completions", post_only);
+
+  svr.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (draining.load())
+      send_json(res, 503, {{"status", "draining"}});
+    else if (!engine.load())
+      send_json(res, 503, {{"status", "loading"}});
+    else
+      send_json(res, 200, {{"status", "ok"}});
+  });
+  svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    engine::Engine* eng = engine.load();
+    if (!eng) return send_error(res, unavailable("the model is still loading"));
+    std::vector<engine::HttpRequestCount> http;
+    {
+      std::lock_guard<std::mutex> lock(counts_mu);
+      for (const auto& [key, n] : counts) http.push_back({key.first, key.second, n});
+    }
+    res.status = 200;
+    res.set_content(engine::render_prometheus(eng->metrics(), eng->gauges(), http),
+                    "text/plain; version=0.0.4");
+  });
+  svr.Get("/v1/models",
+          [this](const httplib::Request& req, httplib::Response& res) { models(req, res); });
+  svr.Get("/v1/models/(.+)",
+          [this](const httplib::Request& req, httplib::Response& res) { models(req, res); });
+  for (const char* path : {"/health", "/metrics", "/v1/models"}) svr.Post(path, get_only);
+
+  // Fills in an OpenAI error body wherever httplib answers by itself: unknown routes (404), bodies
+  // over the limit (413), unparsable request lines (400).
+  svr.set_error_handler(httplib::Server::HandlerWithResponse(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        ApiError e;
+        switch (res.status) {
+          case 404:
+            e = not_found("Unknown route: " + req.method + " " + req.path);
+            break;
+          case 413:
+            e = payload_too_large(opt.max_body_bytes);
+            break;
+          case 400:
+            e = bad_request("Malformed HTTP request");
+            break;
+          default:
+            e = ApiError{res.status, std::string("HTTP ") + std::to_string(res.status),
+                         res.status >= 500 ? "server_error" : "invalid_request_error", "", ""};
+        }
+        if (res.status == 413) res.set_header("Connection", "close");
+        res.set_content(error_body(e), kJsonType);
+        return httplib::Server::HandlerResponse::Handled;
+      }));
+  svr.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown error";
+        try {
+          if (ep) std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        send_error(res, server_error("internal error: " + what));
+      });
+  svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(counts_mu);
+    ++counts[{route_label(req.path), res.status}];
+  });
+}
+
+void HttpServer::Impl::models(const httplib::Request& req, httplib::Response& res) {
+  if (auto e = check_auth(req)) return send_error(res, *e);
+  nlohmann::json card = {
+      {"id", opt.model_name}, {"object", "model"}, {"created", created}, {"owned_by", "shrike"}};
+  if (engine::Engine* eng = engine.load()) card["max_model_len"] = eng->context_length();
+  if (req.matches.size() > 1) {
+    const std::string id = req.matches[1];
+    if (id != opt.model_name) return send_error(res, model_not_found(id));
+    return send_json(res, 200, card);
+  }
+  send_json(res, 200, {{"object", "list"}, {"data", nlohmann::json::array({card})}});
+}
+
+void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader, Endpoint ep) {
+  auto in_flight_guard = std::make_unique<InFlight>(in_flight);
+
+  // The body, with the limit enforced while reading: httplib checks Content-Length itself, but a
+  // chunked body has none. An oversized chunked body is still read to its end (up to a cap) and
+  // dropped, so the 413 goes out on a connection that is still in step with the client.
+  std::string body;
+  bool too_big = false;
+  size_t received = 0;
+  const size_t drain_cap = std::max(opt.max_body_bytes * 4, size_t(64) << 20);
+  const bool read_ok = reader([&](const char* data, size_t n) {
+    received += n;
+    if (received > opt.max_body_bytes) {
+      too_big = true;
+      body.clear();
+      return received <= drain_cap;
+    }
+    body.append(data, n);
+    return true;
+  });
+  if (too_big || res.status == 413 || !read_ok) {
+    // Part of the body may still be unread: then this connection cannot carry another request.
+    if (!read_ok) res.set_header("Connection", "close");
+    return send_error(res, too_big || res.status == 413
+                               ? payload_too_large(opt.max_body_bytes)
+                               : bad_request("Could not read the request body."));
+  }
+  if (auto e = check_auth(req)) return send_error(res, *e);
+  if (draining.load())
+    return send_error(res, unavailable("The server is shutting down and accepts no new requests."));
+  engine::Engine* eng = engine.load();
+  if (!eng) return send_error(res, unavailable("The model is still loading."));
+
+  auto parsed = parse_request(body, ep);
+  if (const auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
+  ParsedRequest& p = std::get<ParsedRequest>(parsed);
+  if (!p.model.empty() && p.model != opt.model_name)
+    return send_error(res, model_not_found(p.model));
+
+  // Prompt tokens. Special-token text in the prompt ("<|im_start|>") becomes those tokens, as in
+  // llama.cpp's and vLLM's servers; chat templates depend on it.
+  const tokenizer::Tokenizer& tok = eng->tokenizer();
+  const bool add_bos = eng->model().config().add_bos;
+  std::vector<int32_t> prompt;
+  if (ep == Endpoint::ChatCompletions) {
+    prompt = tok.encode(render_chat(chat_format.load(), p.messages), add_bos, true);
+  } else if (p.prompt_is_tokens) {
+    for (size_t i = 0; i < p.prompt_tokens.size(); ++i)
+      if (p.prompt_tokens[i] >= tok.n_vocab())
+        return send_error(
+            res,
+            bad_request("Invalid 'prompt[" + std::to_string(i) + "]': token id " +
+                            std::to_string(p.prompt_tokens[i]) + " is outside the vocabulary of " +
+                            std::to_string(tok.n_vocab()) + " tokens.",
+                        "prompt", "invalid_value"));
+    prompt = std::move(p.prompt_tokens);
+  } else {
+    prompt = tok.encode(p.prompt_text, add_bos, true);
+  }
+  if (prompt.empty())
+    return send_error(
+        res, bad_request("The prompt is empty: it encodes to no tokens.",
+                         ep == Endpoint::ChatCompletions ? "messages" : "prompt", "empty_prompt"));
+  const auto max_tokens =
+      resolve_max_tokens(int64_t(prompt.size()), p.max_tokens, eng->context_length());
+  if (const auto* e = std::get_if<ApiError>(&max_tokens)) return send_error(res, *e);
+
+  engine::GenerationRequest g;
+  g.prompt = std::move(prompt);
+  g.sampling = p.sampling;
+  if (!p.seed_given) g.sampling.seed = random64();
+  g.max_tokens = std::get<int64_t>(max_tokens);
+  g.stop = std::move(p.stop);
+  g.ignore_eos = p.ignore_eos;
+  const double timeout_s = p.timeout_s ? *p.timeout_s : opt.request_timeout_s;
+  if (timeout_s > 0)
+    g.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(timeout_s));
+
+  engine::SubmitResult sub = eng->submit(std::move(g));
+  switch (sub.status) {
+    case engine::SubmitStatus::Accepted:
+      break;
+    case engine::SubmitStatus::QueueFull:
+      res.set_header("Retry-After", "1");
+      return send_error(
+          res, queue_full(sub.message.empty()
+                              ? "The request queue is full; retry later."
+                              : "The request queue is full; retry later (" + sub.message + ")."));
+    case engine::SubmitStatus::Draining:
+      return send_error(res,
+                        unavailable("The server is shutting down and accepts no new requests."));
+    case engine::SubmitStatus::Invalid:
+      return send_error(res, bad_request(sub.message.empty() ? "Invalid request." : sub.message));
+  }
+
+  auto active_guard = std::make_unique<ActiveStream>(active_mu, active, sub.stream);
+  ResponseMeta meta;
+  meta.endpoint = ep;
+  meta.id = new_id(ep);
+  meta.created = unix_now();
+  meta.model = opt.model_name;
+  meta.logprobs = p.sampling.logprobs;
+
+  if (p.stream) {
+    auto job = std::make_shared<StreamJob>();
+    job->stream = sub.stream;
+    job->tok = &tok;
+    job->meta = std::move(meta);
+    job->include_usage = p.include_usage;
+    job->in_flight = std::move(in_flight_guard);
+    job->active = std::move(active_guard);
+    res.status = 200;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");  // proxies: do not buffer the stream
+    // Exactly "text/event-stream": httplib never compresses that type, so events are not held
+    // back in a compressor's buffer.
+    res.set_chunked_content_provider(
+        "text/event-stream", [job](size_t, httplib::DataSink& sink) { return job->provide(sink); },
+        [job](bool) {
+          if (!job->finished) job->stream->cancel();
+        });
+    return;
+  }
+
+  // Not streaming: wait for the whole answer. httplib cannot tell that such a client left; its
+  // request runs to the end (or its deadline).
+  std::string text;
+  std::vector<LogprobEntry> logprobs;
+  int64_t text_offset = 0;
+  engine::StreamEvent ev;
+  int waits_while_stopping = 0;
+  while (true) {
+    if (!sub.stream->next(ev, std::chrono::milliseconds(1000))) {
+      // stop() cancelled the request; should the engine not answer, do not hold the worker
+      // (and with it serve()) for ever.
+      if (stop_requested.load() && ++waits_while_stopping >= 5)
+        return send_error(res, unavailable("The server is shutting down."));
+      continue;
+    }
+    text += ev.text;
+    if (meta.logprobs) append_logprobs(tok, ev, text_offset, logprobs);
+    if (ev.finished) break;
+  }
+  if (ev.finish_reason == engine::FinishReason::Error)
+    return send_error(res, server_error("Generation failed: " + ev.error));
+  if (ev.finish_reason == engine::FinishReason::Cancelled)
+    return send_error(res, unavailable("The request was cancelled: the server is shutting down."));
+  send_json(res, 200, completion_response(meta, text, ev.finish_reason, logprobs, usage_of(ev)));
+}
+
+int HttpServer::bind() {
+  Impl& m = *impl_;
+  int port = m.opt.port;
+  if (port == 0) {
+    port = m.svr.bind_to_any_port(m.opt.host);
+    if (port <= 0) throw std::runtime_error("cannot listen on " + m.opt.host + " (any port)");
+  } else if (!m.svr.bind_to_port(m.opt.host, port)) {
+    throw std::runtime_error("cannot listen on " + m.opt.host + ":" + std::to_string(port) +
+                             " (address in use, or not an address of this machine)");
+  }
+  // httplib listens with a backlog of 5: a burst of new connections would see SYNs dropped and
+  // retried a second later. Listening again only raises the backlog.
+  if (m.listen_fd >= 0) ::listen(m.listen_fd, SOMAXCONN);
+  return port;
+}
+
+void HttpServer::serve() {
+  Impl& m = *impl_;
+  m.serving.store(true);
+  if (!m.stop_requested.load()) m.svr.listen_after_bind();
+  m.serving.store(false);
+}
+
+void HttpServer::attach(engine::Engine& engine, ChatFormat chat_format) {
+  impl_->chat_format.store(chat_format);
+  impl_->engine.store(&engine);
+}
+
+void HttpServer::begin_drain() {
+  impl_->draining.store(true);
+  if (engine::Engine* eng = impl_->engine.load()) eng->drain();
+}
+
+bool HttpServer::drained() const {
+  const engine::Engine* eng = impl_->engine.load();
+  return impl_->in_flight.load() == 0 && (!eng || eng->idle());
+}
+
+void HttpServer::stop() {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.stop_mu);
+  if (m.stopped) return;
+  m.stop_requested.store(true);
+  {
+    std::lock_guard<std::mutex> active_lock(m.active_mu);
+    for (const auto& s : m.active) s->cancel();
+  }
+  // serve() may be about to listen: httplib's stop() only works once it runs.
+  for (int i = 0; i < 2000 && m.serving.load() && !m.svr.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  m.svr.stop();
+  m.stopped = true;
+}
+
+std::vector<engine::HttpRequestCount> HttpServer::request_counts() const {
+  std::lock_guard<std::mutex> lock(impl_->counts_mu);
+  std::vector<engine::HttpRequestCount> out;
+  for (const auto& [key, n] : impl_->counts) out.push_back({key.first, key.second, n});
+  return out;
+}
+
+}  // namespace shrike::server
