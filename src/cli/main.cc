@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   add("synth", "write a random-weight Llama model of any shape as GGUF", shrike::cli::add_synth);
   add("bench", "measure prefill and decode speed (and the memory roofline)", shrike::cli::add_bench);
   add("tokenize", "text to token ids, or ids to text", shrike::cli::add_tokenize);
+  add("convert", "convert a Hugging Face model folder to GGUF", shrike::cli::add_convert);
   add("serve", "serve a model over an OpenAI-compatible HTTP API", shrike::cli::add_serve);
   add("loadtest", "measure an OpenAI-compatible server under load", shrike::cli::add_loadtest);
   try {

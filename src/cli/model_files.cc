@@ -1,9 +1,11 @@
 #include "cli/model_files.h"
 
 #include <cstring>
+#include <filesystem>
 
 #include "core/file_buffer.h"
 #include "gguf/gguf.h"
+#include "tokenizer/hf_tokenizer.h"
 
 namespace shrike::cli {
 namespace {
@@ -18,7 +20,11 @@ std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const std::string& model_pa
                                                      int64_t vocab_size) {
   const std::string& path = tokenizer_path.empty() ? model_path : tokenizer_path;
   tokenizer::Vocab vocab;
-  if (is_gguf(path)) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    // A Hugging Face folder: tokenizer.json, padded to the model's vocabulary as converters do.
+    vocab = tokenizer::load_hf_tokenizer(path, vocab_size).vocab;
+  } else if (is_gguf(path)) {
     vocab = tokenizer::vocab_from_gguf(gguf::GgufFile::open(path));
   } else if (!tokenizer_path.empty()) {
     vocab = tokenizer::load_llama2c_vocab(path, int32_t(vocab_size));

@@ -1,6 +1,7 @@
 // Model files -> Model: GGUF (any supported weight type) and llama2.c .bin (f32). Every shape is
 // checked against the configuration before a byte of tensor data is read.
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -222,6 +223,8 @@ std::unique_ptr<Model> load_llama2c(const std::string& path, const MappedFile& f
 }  // namespace
 
 std::unique_ptr<Model> load_model(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return load_hf_model(path);
   MappedFile file = MappedFile::open(path);
   if (file.size() >= 4 && std::memcmp(file.data(), "GGUF", 4) == 0) {
     file = MappedFile();  // GgufFile maps it again itself

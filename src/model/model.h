@@ -89,8 +89,12 @@ class Model {
   mutable ForwardScratch scratch_;
 };
 
-// Loads a model file: GGUF (by magic) or llama2.c .bin. Throws FileError with a one-line message
-// naming the file and what is wrong.
+// Loads a model file: GGUF (by magic) or llama2.c .bin, or a Hugging Face folder (config.json +
+// safetensors). Throws FileError with a one-line message naming the file and what is wrong.
 std::unique_ptr<Model> load_model(const std::string& path);
+
+// Loads a Hugging Face folder: config.json (llama, mistral, qwen2) and model.safetensors or the
+// shards of model.safetensors.index.json (hf_loader.cc; see hf_model.h).
+std::unique_ptr<Model> load_hf_model(const std::string& dir);
 
 }  // namespace shrike::model
