@@ -23,6 +23,7 @@
 #include "gguf/gguf.h"
 #include "model/model.h"
 #include "server/http_server.h"
+#include "tokenizer/hf_tokenizer.h"
 
 namespace shrike::cli {
 namespace {
@@ -123,8 +124,10 @@ std::string model_id(const ServeArgs& a) {
   return std::filesystem::path(a.model).stem().string();
 }
 
-// The GGUF's tokenizer.chat_template, or "" (llama2.c files, GGUFs without one).
+// The GGUF's tokenizer.chat_template, a Hugging Face folder's tokenizer_config.json template,
+// or "" (llama2.c files, models without one).
 std::string read_chat_template(const std::string& path) {
+  if (std::filesystem::is_directory(path)) return tokenizer::load_hf_tokenizer(path).chat_template;
   if (std::filesystem::path(path).extension() != ".gguf") {
     std::FILE* f = std::fopen(path.c_str(), "rb");
     char magic[4] = {};

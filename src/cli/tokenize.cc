@@ -1,6 +1,7 @@
 // `shrike tokenize`: a file's whole text to token ids (one line, space-separated), or ids back to
 // text with --detokenize. No BOS/EOS unless --add-special (like add_special_tokens=False).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -9,6 +10,7 @@
 #include "cli/commands.h"
 #include "core/file_buffer.h"
 #include "gguf/gguf.h"
+#include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab.h"
 
@@ -29,6 +31,8 @@ std::string read_file(const std::string& path) {
 }
 
 tokenizer::Tokenizer open_tokenizer(const std::string& path) {
+  if (std::filesystem::is_directory(path))  // a Hugging Face model folder (tokenizer.json)
+    return tokenizer::Tokenizer(tokenizer::load_hf_tokenizer(path).vocab);
   const MappedFile f = MappedFile::open(path);
   const bool gguf =
       f.size() >= 4 && std::string_view(reinterpret_cast<const char*>(f.data()), 4) == "GGUF";
