@@ -12,13 +12,16 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "cli/commands.h"
 #include "cli/model_files.h"
+#include "core/file_buffer.h"
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
@@ -176,7 +179,16 @@ int run_serve(ServeArgs a) {
     tok = load_tokenizer(a.model, a.tokenizer, model->config().vocab_size);
     server::ChatFormat format = server::ChatFormat::Plain;
     if (!a.chat_template.empty()) {
-      format = *server::chat_format_from_name(a.chat_template);
+      // A format name, or a file holding a Jinja template to recognise.
+      if (auto named = server::chat_format_from_name(a.chat_template)) {
+        format = *named;
+      } else {
+        std::ifstream in(a.chat_template, std::ios::binary);
+        if (!in) throw FileError(a.chat_template + ": not a chat format name nor a readable file");
+        std::ostringstream text;
+        text << in.rdbuf();
+        format = server::detect_chat_format(text.str());
+      }
     } else {
       format = server::detect_chat_format(read_chat_template(a.model));
     }
@@ -219,8 +231,8 @@ Runner add_serve(CLI::App& app) {
   app.add_option("--model-name", a->server.model_name,
                  "model id in /v1/models and requests (default: the file name without extension)");
   app.add_option("--chat-template", a->chat_template,
-                 "chat prompt format (default: recognised from the GGUF's template, else plain)")
-      ->check(CLI::IsMember({"chatml", "llama3", "llama2", "mistral", "plain"}));
+                 "chat format: chatml, llama3, llama2, mistral, phi3, gemma, deepseek2, deepseek3, "
+                 "plain, or a file holding a Jinja template (default: recognised from the model)");
   app.add_option("-t,--threads", a->engine.threads, "compute threads (default: physical cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--ctx", a->ctx, "context length (default: the model's)")

@@ -64,6 +64,50 @@ std::string render_inst(const std::vector<ChatMessage>& messages, bool llama2) {
   return out;
 }
 
+std::string render_phi3(const std::vector<ChatMessage>& messages) {
+  std::string out;
+  for (const auto& m : messages) out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
+  return out + "<|assistant|>\n";
+}
+
+// Gemma has no system role: system text opens the first user turn (as llama.cpp renders it).
+std::string render_gemma(const std::vector<ChatMessage>& messages) {
+  std::string out, system;
+  for (const auto& m : messages) {
+    if (m.role == "system") {
+      system += trim(m.content);
+      continue;
+    }
+    const std::string role = m.role == "assistant" ? "model" : m.role;
+    out += "<start_of_turn>" + role + "\n";
+    if (!system.empty() && role != "model") {
+      out += system + "\n\n";
+      system.clear();
+    }
+    out += std::string(trim(m.content)) + "<end_of_turn>\n";
+  }
+  return out + "<start_of_turn>model\n";
+}
+
+constexpr const char* kDeepSeekEos =
+    "<｜end▁of▁sentence｜>";
+constexpr const char* kDeepSeekUser = "<｜User｜>";
+constexpr const char* kDeepSeekAssistant = "<｜Assistant｜>";
+
+std::string render_deepseek(const std::vector<ChatMessage>& messages, bool v3) {
+  std::string out;
+  for (const auto& m : messages) {
+    if (m.role == "system") {
+      out += m.content + "\n\n";
+    } else if (m.role == "user") {
+      out += v3 ? kDeepSeekUser + m.content : "User: " + m.content + "\n\n";
+    } else {
+      out += (v3 ? kDeepSeekAssistant : "Assistant: ") + m.content + kDeepSeekEos;
+    }
+  }
+  return out + (v3 ? kDeepSeekAssistant : "Assistant:");
+}
+
 std::string render_plain(const std::vector<ChatMessage>& messages) {
   std::string out;
   for (const auto& m : messages) {
@@ -76,10 +120,14 @@ std::string render_plain(const std::vector<ChatMessage>& messages) {
 }  // namespace
 
 ChatFormat detect_chat_format(std::string_view t) {
-  if (t.find("<|im_start|>") != std::string_view::npos) return ChatFormat::ChatMl;
-  if (t.find("<|start_header_id|>") != std::string_view::npos) return ChatFormat::Llama3;
-  if (t.find("[INST]") != std::string_view::npos)
-    return t.find("<<SYS>>") != std::string_view::npos ? ChatFormat::Llama2 : ChatFormat::Mistral;
+  auto has = [&](std::string_view marker) { return t.find(marker) != std::string_view::npos; };
+  if (has("<|im_start|>")) return ChatFormat::ChatMl;
+  if (has("<|start_header_id|>")) return ChatFormat::Llama3;
+  if (has("<|assistant|>") && has("<|end|>")) return ChatFormat::Phi3;
+  if (has("<start_of_turn>")) return ChatFormat::Gemma;
+  if (has(kDeepSeekAssistant) && has(kDeepSeekUser)) return ChatFormat::DeepSeek3;
+  if (has("'Assistant: ' + message['content'] + eos_token")) return ChatFormat::DeepSeek2;
+  if (has("[INST]")) return has("<<SYS>>") ? ChatFormat::Llama2 : ChatFormat::Mistral;
   return ChatFormat::Plain;
 }
 
@@ -93,15 +141,28 @@ const char* chat_format_name(ChatFormat f) {
       return "llama2";
     case ChatFormat::Mistral:
       return "mistral";
+    case ChatFormat::Phi3:
+      return "phi3";
+    case ChatFormat::Gemma:
+      return "gemma";
+    case ChatFormat::DeepSeek2:
+      return "deepseek2";
+    case ChatFormat::DeepSeek3:
+      return "deepseek3";
     case ChatFormat::Plain:
       return "plain";
   }
   return "plain";
 }
 
+std::vector<ChatFormat> all_chat_formats() {
+  return {ChatFormat::ChatMl,    ChatFormat::Llama3,    ChatFormat::Llama2,
+          ChatFormat::Mistral,   ChatFormat::Phi3,      ChatFormat::Gemma,
+          ChatFormat::DeepSeek2, ChatFormat::DeepSeek3, ChatFormat::Plain};
+}
+
 std::optional<ChatFormat> chat_format_from_name(std::string_view name) {
-  for (ChatFormat f : {ChatFormat::ChatMl, ChatFormat::Llama3, ChatFormat::Llama2,
-                       ChatFormat::Mistral, ChatFormat::Plain})
+  for (ChatFormat f : all_chat_formats())
     if (name == chat_format_name(f)) return f;
   return std::nullopt;
 }
@@ -116,6 +177,14 @@ std::string render_chat(ChatFormat f, const std::vector<ChatMessage>& messages) 
       return render_inst(messages, /*llama2=*/true);
     case ChatFormat::Mistral:
       return render_inst(messages, /*llama2=*/false);
+    case ChatFormat::Phi3:
+      return render_phi3(messages);
+    case ChatFormat::Gemma:
+      return render_gemma(messages);
+    case ChatFormat::DeepSeek2:
+      return render_deepseek(messages, /*v3=*/false);
+    case ChatFormat::DeepSeek3:
+      return render_deepseek(messages, /*v3=*/true);
     case ChatFormat::Plain:
       return render_plain(messages);
   }

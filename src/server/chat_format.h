@@ -14,18 +14,25 @@
 namespace shrike::server {
 
 enum class ChatFormat {
-  ChatMl,   // <|im_start|>role\n...<|im_end|> (Qwen, SmolLM, many fine-tunes)
-  Llama3,   // <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
-  Llama2,   // [INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST] (Llama 2 chat)
-  Mistral,  // [INST] ... [/INST] without a system block (system text joins the first user turn)
-  Plain,    // System: ...\nUser: ...\nAssistant:
+  ChatMl,     // <|im_start|>role\n...<|im_end|> (Qwen, SmolLM, many fine-tunes)
+  Llama3,     // <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+  Llama2,     // [INST] <<SYS>>\n...\n<</SYS>>\n\n... [/INST] (Llama 2 chat)
+  Mistral,    // [INST] ... [/INST] without a system block (system text joins the first user turn)
+  Phi3,       // <|role|>\n...<|end|>\n
+  Gemma,      // <start_of_turn>user\n...<end_of_turn>\n, assistant is "model", no system role
+  DeepSeek2,  // User: ...\n\nAssistant: ...<｜end▁of▁sentence｜>
+  DeepSeek3,  // <｜User｜>...<｜Assistant｜>...<｜end▁of▁sentence｜> (DeepSeek V3, R1)
+  Plain,      // System: ...\nUser: ...\nAssistant:
 };
 
 // The format a Jinja chat template asks for, by its markers; Plain for "" or an unknown template.
 ChatFormat detect_chat_format(std::string_view jinja_template);
 
-const char* chat_format_name(ChatFormat f);  // "chatml", "llama3", "llama2", "mistral", "plain"
+// "chatml", "llama3", "llama2", "mistral", "phi3", "gemma", "deepseek2", "deepseek3", "plain"
+const char* chat_format_name(ChatFormat f);
 std::optional<ChatFormat> chat_format_from_name(std::string_view name);
+// Every format, for option checking and listings.
+std::vector<ChatFormat> all_chat_formats();
 
 // The prompt for `messages`, ending where the assistant's reply starts. BOS is not written: the
 // tokenizer adds it when the model wants one. Special-token markers are written as text; the

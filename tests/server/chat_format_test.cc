@@ -37,9 +37,7 @@ TEST(ChatFormat, DetectsFamilies) {
 }
 
 TEST(ChatFormat, Names) {
-  for (ChatFormat f : {ChatFormat::ChatMl, ChatFormat::Llama3, ChatFormat::Llama2,
-                       ChatFormat::Mistral, ChatFormat::Plain})
-    EXPECT_EQ(chat_format_from_name(chat_format_name(f)), f);
+  for (ChatFormat f : all_chat_formats()) EXPECT_EQ(chat_format_from_name(chat_format_name(f)), f);
   EXPECT_FALSE(chat_format_from_name("jinja").has_value());
 }
 
@@ -77,6 +75,55 @@ TEST(ChatFormat, PlainTranscript) {
   EXPECT_EQ(render_chat(ChatFormat::Plain, kConversation),
             "System: Be brief.\nUser: Hi\nAssistant: Hello.\nUser:  How are you? \nAssistant:");
   EXPECT_EQ(render_chat(ChatFormat::Plain, {{"user", "x"}}), "User: x\nAssistant:");
+}
+
+// Markers of the templates Phi-3, Gemma and DeepSeek ship (shortened).
+constexpr const char* kPhi3Template =
+    "{% for message in messages %}{% if message['role'] == 'user' %}{{'<|user|>' + '\n' + "
+    "message['content'] + '<|end|>' + '\n' + '<|assistant|>' + '\n'}}{% endif %}{% endfor %}";
+constexpr const char* kGemmaTemplate =
+    "{% for message in messages %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim "
+    "+ '<end_of_turn>\n' }}{% endfor %}{{'<start_of_turn>model\n'}}";
+constexpr const char* kDeepSeek3Template =
+    "{{'<｜User｜>' + message['content']}}{{'<｜Assistant"
+    "｜>' + content + "
+    "'<｜end▁of▁sentence｜>'}}";
+constexpr const char* kDeepSeek2Template =
+    "{% if message['role'] == 'user' %}{{ 'User: ' + message['content'] + '\n\n' }}{% elif "
+    "message['role'] == 'assistant' %}{{ 'Assistant: ' + message['content'] + eos_token }}";
+
+TEST(ChatFormat, DetectsPhi3GemmaAndDeepSeek) {
+  EXPECT_EQ(detect_chat_format(kPhi3Template), ChatFormat::Phi3);
+  EXPECT_EQ(detect_chat_format(kGemmaTemplate), ChatFormat::Gemma);
+  EXPECT_EQ(detect_chat_format(kDeepSeek3Template), ChatFormat::DeepSeek3);
+  EXPECT_EQ(detect_chat_format(kDeepSeek2Template), ChatFormat::DeepSeek2);
+}
+
+// Expected strings as llama.cpp's llm_chat_apply_template renders these families.
+TEST(ChatFormat, Phi3) {
+  EXPECT_EQ(render_chat(ChatFormat::Phi3, kConversation),
+            "<|system|>\nBe brief.<|end|>\n<|user|>\nHi<|end|>\n<|assistant|>\nHello.<|end|>\n"
+            "<|user|>\n How are you? <|end|>\n<|assistant|>\n");
+}
+
+TEST(ChatFormat, GemmaPutsSystemIntoTheFirstUserTurn) {
+  EXPECT_EQ(render_chat(ChatFormat::Gemma, kConversation),
+            "<start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello."
+            "<end_of_turn>\n<start_of_turn>user\nHow are you?<end_of_turn>\n"
+            "<start_of_turn>model\n");
+}
+
+TEST(ChatFormat, DeepSeek) {
+  const std::string eos = "<｜end▁of▁sentence｜>";
+  const std::string user = "<｜User｜>";
+  const std::string assistant = "<｜Assistant｜>";
+  EXPECT_EQ(render_chat(ChatFormat::DeepSeek3, kConversation),
+            "Be brief.\n\n" + user + "Hi" + assistant + "Hello." + eos + user + " How are you? " +
+                assistant);
+  EXPECT_EQ(render_chat(ChatFormat::DeepSeek2, kConversation),
+            "Be brief.\n\nUser: Hi\n\nAssistant: Hello." + eos +
+                "User:  How are you? \n\n"
+                "Assistant:");
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -628,6 +629,24 @@ std::string stream_request(int max_tokens) {
   return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
          "Content-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// --chat-template FILE: the file's Jinja template is recognised like a model's own.
+TEST_F(SlowServerTest, ChatTemplateFromAFile) {
+  const fs::path tmpl = fs::temp_directory_path() / ("shrike_tmpl_" + std::to_string(getpid()));
+  {
+    std::ofstream out(tmpl);
+    out << "{% for m in messages %}{{ '<start_of_turn>' + m['role'] + '\\n' }}{% endfor %}";
+  }
+  ServerProcess server;
+  ASSERT_TRUE(server.start({*model_, "--threads", "1", "--chat-template", tmpl.string()}))
+      << server.log();
+  EXPECT_NE(server.log().find("chat format gemma"), std::string::npos) << server.log();
+  fs::remove(tmpl);
+  ServerProcess missing;
+  EXPECT_FALSE(missing.start({*model_, "--chat-template", "/nonexistent/template.jinja"}));
+  EXPECT_NE(missing.log().find("not a chat format name nor a readable file"), std::string::npos)
+      << missing.log();
 }
 
 // Acceptance 4: a client that drops mid-stream frees its blocks within a step or so.
