@@ -38,6 +38,7 @@ struct ServeArgs {
   std::string batching = "continuous";
   int64_t ctx = 0;
   int64_t kv_cache_mb = 0;
+  std::string kv_type = "f16";
   bool no_prefix_cache = false;
   double drain_timeout_s = 30;
   double max_body_mb = 8;
@@ -150,6 +151,7 @@ int run_serve(ServeArgs a) {
       a.batching == "static" ? engine::BatchingMode::Static : engine::BatchingMode::Continuous;
   a.engine.scheduler.prefix_caching = !a.no_prefix_cache;
   if (a.kv_cache_mb > 0) a.engine.kv_cache_bytes = size_t(a.kv_cache_mb) << 20;
+  a.engine.kv_type = a.kv_type == "f32" ? DType::F32 : DType::F16;
 
   SignalPipe signals;
   server::HttpServer http(a.server);
@@ -265,6 +267,10 @@ Runner add_serve(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--kv-cache-mb", a->kv_cache_mb, "KV cache memory cap in MiB (default 2048)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--kv-type", a->kv_type,
+                 "KV cache element type: f16 (half the memory and attention reads) | f32")
+      ->check(CLI::IsMember({"f16", "f32"}))
+      ->capture_default_str();
   app.add_flag("--no-prefix-cache", a->no_prefix_cache, "do not reuse cached prompt prefixes");
   app.add_flag("--batch-invariant", a->engine.batch_invariant,
                "float weights: outputs independent of what else is batched (slower alone)");

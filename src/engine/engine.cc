@@ -102,7 +102,7 @@ struct Engine::Impl {
 
   Impl(const EngineConfig& c, const model::ModelConfig& mc, int64_t n_blocks, int threads)
       : pool(n_blocks, c.block_size),
-        storage(mc.n_layers, n_blocks, c.block_size, mc.n_kv_heads, mc.head_dim),
+        storage(mc.n_layers, n_blocks, c.block_size, mc.n_kv_heads, mc.head_dim, c.kv_type),
         scheduler(c.scheduler, pool),
         threads(threads) {}
 
@@ -134,12 +134,16 @@ Engine::Engine(const model::Model& model, const tokenizer::Tokenizer& tok, Engin
       sc.context_length > 0 ? std::min(sc.context_length, mc.context_length) : mc.context_length;
   if (config_.block_size < 1) throw std::invalid_argument("block size must be at least 1");
   if (sc.max_queue < 0) throw std::invalid_argument("max queue must not be negative");
+  if (config_.kv_type != DType::F32 && config_.kv_type != DType::F16)
+    throw std::invalid_argument("KV cache type must be f32 or f16, not " +
+                                std::string(dtype_name(config_.kv_type)));
   if (config_.batch_invariant) kernels::set_batch_invariant(true);
   const int64_t blocks_per_seq = (sc.context_length + config_.block_size - 1) / config_.block_size;
   int64_t n_blocks = config_.kv_blocks;
   if (n_blocks <= 0) {
     const size_t block_bytes =
-        size_t(2 * mc.n_layers * mc.n_kv_heads * mc.head_dim * config_.block_size) * sizeof(float);
+        size_t(2 * mc.n_layers * mc.n_kv_heads * mc.head_dim * config_.block_size) *
+        size_t(dtype_block_bytes(config_.kv_type));
     n_blocks = std::min<int64_t>(std::max<int64_t>(1, sc.max_seqs) * blocks_per_seq,
                                  int64_t(config_.kv_cache_bytes / block_bytes));
     n_blocks = std::max(n_blocks, blocks_per_seq);
@@ -246,9 +250,8 @@ EngineGauges Engine::gauges() const {
   g.kv_blocks_used = im.blocks_used.load();
   g.kv_blocks_cached = im.blocks_cached.load();
   g.kv_blocks_total = config_.kv_blocks;
-  const int64_t block_bytes = int64_t(im.storage.bytes()) / std::max<int64_t>(1, config_.kv_blocks);
   g.kv_bytes_total = int64_t(im.storage.bytes());
-  g.kv_bytes_used = g.kv_blocks_used * block_bytes;
+  g.kv_bytes_used = g.kv_blocks_used * int64_t(im.storage.block_bytes());
   g.prefix_queried_tokens = im.prefix_queried.load();
   g.prefix_hit_tokens = im.prefix_hit.load();
   return g;

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/dtype.h"
 #include "decode/sampler.h"
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
@@ -89,6 +90,9 @@ struct EngineConfig {
   int64_t kv_blocks = 0;      // 0: enough for max_seqs sequences of the full context, capped by
                               // kv_cache_bytes
   size_t kv_cache_bytes = size_t(2) << 30;
+  // Element type of the KV cache: F16 (half the memory and the bytes attention reads per token,
+  // so about twice the blocks within kv_cache_bytes) or F32. Anything else: std::invalid_argument.
+  DType kv_type = DType::F16;
   int threads = 0;            // 0: default_thread_count()
   // Turns on kernels::set_batch_invariant (process-wide): float-weight outputs then do not depend
   // on what else is batched, at some cost to single-sequence decode (quantised weights always are).

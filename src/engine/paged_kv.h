@@ -27,8 +27,9 @@ class PagedKvView final : public model::KvCache {
   const std::vector<kv::BlockId>* blocks_ = nullptr;
   int64_t capacity_ = 0;
   // Per layer, the address of each block's keys / values: the block table the attention kernel
-  // walks (kernels::KvRows::blocks).
+  // walks (kernels::KvRows::blocks, or half_blocks for an f16 cache; the other pair stays empty).
   std::vector<std::vector<const float*>> k_ptrs_, v_ptrs_;
+  std::vector<std::vector<const uint16_t*>> k_half_, v_half_;
 };
 
 }  // namespace shrike::engine

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/ops_internal.h"
 
 namespace shrike::kernels {
@@ -22,20 +24,28 @@ const detail::IsaOps* ops_for(Isa isa) {
   return nullptr;
 }
 
+inline float widen(float x) {
+  return x;
+}
+inline float widen(uint16_t h) {
+  return fp16_to_fp32(h);
+}
+
 // Scalar version of one (token, head), same algorithm as reference::attention.
-void attention_one_scalar(const detail::AttnHead& a) {
+template <typename T>
+void attention_one_scalar(const detail::AttnHead& a, const T* const* kb, const T* const* vb) {
   for (int64_t p = 0; p < a.n_keys; ++p) {
-    const float* kr = a.k_blocks[p / a.k_block_size] + (p % a.k_block_size) * a.k_row_stride + a.k_off;
+    const T* kr = kb[p / a.k_block_size] + (p % a.k_block_size) * a.k_row_stride + a.k_off;
     float dot = 0;
-    for (int64_t i = 0; i < a.head_dim; ++i) dot += a.q[i] * kr[i];
+    for (int64_t i = 0; i < a.head_dim; ++i) dot += a.q[i] * widen(kr[i]);
     a.scores[p] = dot * a.scale;
   }
   reference::softmax(a.scores, a.n_keys);
   for (int64_t i = 0; i < a.head_dim; ++i) a.out[i] = 0;
   for (int64_t p = 0; p < a.n_keys; ++p) {
-    const float* vr = a.v_blocks[p / a.v_block_size] + (p % a.v_block_size) * a.v_row_stride + a.v_off;
+    const T* vr = vb[p / a.v_block_size] + (p % a.v_block_size) * a.v_row_stride + a.v_off;
     const float w = a.scores[p];
-    for (int64_t i = 0; i < a.head_dim; ++i) a.out[i] += w * vr[i];
+    for (int64_t i = 0; i < a.head_dim; ++i) a.out[i] += w * widen(vr[i]);
   }
 }
 
@@ -45,7 +55,11 @@ void attention_head_scalar(const detail::AttnHead& a) {
     one.q = a.q + j * a.q_stride;
     one.out = a.out + j * a.q_stride;
     one.n_keys = a.n_keys + j;
-    attention_one_scalar(one);
+    if (a.f16) {
+      attention_one_scalar(one, a.k_half, a.v_half);
+    } else {
+      attention_one_scalar(one, a.k_blocks, a.v_blocks);
+    }
   }
 }
 
@@ -85,6 +99,8 @@ void attention_batch(const AttentionJob* jobs, int64_t n_jobs, ThreadPool& pool)
   first_task.assign(size_t(n_jobs) + 1, 0);
   int64_t max_keys = 0;
   for (int64_t j = 0; j < n_jobs; ++j) {
+    if (jobs[j].k.is_f16() != jobs[j].v.is_f16())
+      throw std::invalid_argument("attention: K and V rows must have the same element type");
     const AttentionShape& s = jobs[j].shape;
     const int64_t n_qblocks = s.n_tokens > 0 ? (s.n_tokens + kQ - 1) / kQ : 0;
     first_task[size_t(j) + 1] = first_task[size_t(j)] + n_qblocks * std::max<int64_t>(0, s.n_heads);
@@ -99,7 +115,7 @@ void attention_batch(const AttentionJob* jobs, int64_t n_jobs, ThreadPool& pool)
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(8, tasks / (8 * pool.size())));
   auto body = [&](int, int) {
     static thread_local std::vector<float> scores;
-    static thread_local std::vector<const float*> rows;
+    static thread_local std::vector<const void*> rows;
     if (scores.size() < size_t(kQ * (max_keys + 3))) scores.resize(size_t(kQ * (max_keys + 3)));
     if (rows.size() < size_t(2 * (max_keys + kQ))) rows.resize(size_t(2 * (max_keys + kQ)));
     int64_t j = 0;
@@ -119,8 +135,11 @@ void attention_batch(const AttentionJob* jobs, int64_t n_jobs, ThreadPool& pool)
         // L2 instead of cycling all heads' rows through L3); query blocks from the last down.
         const int64_t h = local / n_qblocks, t = (n_qblocks - 1 - local % n_qblocks) * kQ;
         detail::AttnHead a{};
+        a.f16 = job.k.is_f16();
         a.k_blocks = job.k.blocks;
         a.v_blocks = job.v.blocks;
+        a.k_half = job.k.half_blocks;
+        a.v_half = job.v.half_blocks;
         a.k_block_size = job.k.block_size;
         a.k_row_stride = job.k.row_stride;
         a.v_block_size = job.v.block_size;

@@ -23,6 +23,16 @@ struct V {
     const __m256i k = mask(m);
     return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, k), _mm256_castsi256_ps(k));
   }
+  // IEEE halves widened to f32 (F16C, part of the AVX2 flag set).
+  static R loadh(const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static R loadhn(const uint16_t* p, int m) {
+    if (m == W) return loadh(p);
+    alignas(16) uint16_t buf[W] = {};  // no 16-bit masked load before AVX-512
+    for (int i = 0; i < m; ++i) buf[i] = p[i];
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
+  }
   static void storen(float* p, R v, int m) {
     if (m == W) _mm256_storeu_ps(p, v); else _mm256_maskstore_ps(p, mask(m), v);
   }

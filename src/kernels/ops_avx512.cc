@@ -17,6 +17,13 @@ struct V {
   static R loadn_fill(const float* p, int m, float fill) {
     return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), mask(m), p);
   }
+  // IEEE halves widened to f32.
+  static R loadh(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static R loadhn(const uint16_t* p, int m) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(m), p));
+  }
   static void storen(float* p, R v, int m) { _mm512_mask_storeu_ps(p, mask(m), v); }
   static R maskz(R v, int m) { return _mm512_maskz_mov_ps(mask(m), v); }
   static R zero() { return _mm512_setzero_ps(); }

@@ -2,9 +2,18 @@
 #include <cmath>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/ops.h"
 
 namespace shrike::kernels::reference {
+namespace {
+
+// Element i of kv head kv_head at position p, widened to f32 (exactly) when the rows are f16.
+float kv_at(const KvRows& r, int64_t p, int64_t kv_head, int64_t i) {
+  return r.is_f16() ? fp16_to_fp32(r.half_head(p, kv_head)[i]) : r.head(p, kv_head)[i];
+}
+
+}  // namespace
 
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
   double ss = 0;
@@ -56,18 +65,16 @@ void attention(const AttentionShape& s, const float* q, const KvRows& k, const K
       const float* qh = q + t * dim + h * s.head_dim;
       const int64_t kv_head = h / group;
       for (int64_t p = 0; p < n_keys; ++p) {
-        const float* kh = k.head(p, kv_head);
         float dot = 0;
-        for (int64_t i = 0; i < s.head_dim; ++i) dot += qh[i] * kh[i];
+        for (int64_t i = 0; i < s.head_dim; ++i) dot += qh[i] * kv_at(k, p, kv_head, i);
         scores[size_t(p)] = dot * s.scale;
       }
       softmax(scores.data(), n_keys);
       float* oh = out + t * dim + h * s.head_dim;
       for (int64_t i = 0; i < s.head_dim; ++i) oh[i] = 0;
       for (int64_t p = 0; p < n_keys; ++p) {
-        const float* vh = v.head(p, kv_head);
         const float w = scores[size_t(p)];
-        for (int64_t i = 0; i < s.head_dim; ++i) oh[i] += w * vh[i];
+        for (int64_t i = 0; i < s.head_dim; ++i) oh[i] += w * kv_at(v, p, kv_head, i);
       }
     }
   }

@@ -1,16 +1,17 @@
 // The engine end to end on real forward passes: batch invariance under continuous batching,
 // prefix caching, preemption, cancellation, deadlines, the bounded queue, static batching, stop
 // strings, and that no KV block is left in use after any of it.
-#include <gtest/gtest.h>
+#include "engine/engine.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <thread>
 
-#include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "model/synth.h"
@@ -35,26 +36,29 @@ Loaded load_gguf(const std::string& path) {
   return l;
 }
 
-// A small F32 model with a 1024-token context (prompts up to 500 tokens plus output).
+// A small model with a 1024-token context (prompts up to 500 tokens plus output).
+Loaded make_synth(DType type) {
+  const auto path =
+      std::filesystem::temp_directory_path() / ("shrike_engine_test_" + std::to_string(getpid()) +
+                                                "_" + std::string(dtype_name(type)) + ".gguf");
+  model::SynthOptions o;
+  o.dim = 64;
+  o.n_layers = 2;
+  o.n_heads = 4;
+  o.n_kv_heads = 2;
+  o.ffn_dim = 128;
+  o.vocab = 512;
+  o.context_length = 1024;
+  o.type = type;
+  o.seed = 5;
+  model::write_synth_model(o, path.string());
+  Loaded m = load_gguf(path.string());
+  std::filesystem::remove(path);
+  return m;
+}
+
 const Loaded& synth_f32() {
-  static const Loaded l = [] {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("shrike_engine_test_" + std::to_string(getpid()) + ".gguf");
-    model::SynthOptions o;
-    o.dim = 64;
-    o.n_layers = 2;
-    o.n_heads = 4;
-    o.n_kv_heads = 2;
-    o.ffn_dim = 128;
-    o.vocab = 512;
-    o.context_length = 1024;
-    o.type = DType::F32;
-    o.seed = 5;
-    model::write_synth_model(o, path.string());
-    Loaded m = load_gguf(path.string());
-    std::filesystem::remove(path);
-    return m;
-  }();
+  static const Loaded l = make_synth(DType::F32);
   return l;
 }
 
@@ -118,8 +122,9 @@ std::vector<GenerationRequest> random_requests(int n, int64_t max_prompt, int64_
   return reqs;
 }
 
-std::vector<Output> run_alone(const Loaded& m, const std::vector<GenerationRequest>& reqs) {
-  Engine e(*m.model, *m.tok, config());
+std::vector<Output> run_alone(const Loaded& m, const std::vector<GenerationRequest>& reqs,
+                              const EngineConfig& c) {
+  Engine e(*m.model, *m.tok, c);
   std::vector<Output> out;
   for (const auto& r : reqs) {
     auto s = e.submit(r);
@@ -128,6 +133,13 @@ std::vector<Output> run_alone(const Loaded& m, const std::vector<GenerationReque
   }
   expect_no_blocks_in_use(e);
   return out;
+}
+
+std::vector<Output> run_alone(const Loaded& m, const std::vector<GenerationRequest>& reqs,
+                              bool batch_invariant = true) {
+  EngineConfig c = config();
+  c.batch_invariant = batch_invariant;
+  return run_alone(m, reqs, c);
 }
 
 std::vector<Output> run_concurrently(Engine& e, const std::vector<GenerationRequest>& reqs) {
@@ -150,11 +162,17 @@ void expect_same_outputs(const std::vector<Output>& a, const std::vector<Output>
   }
 }
 
-TEST(Engine, SixtyFourConcurrentRequestsGiveTheirSoloOutputs) {
+// With the default f16 KV cache and with the f32 one (serve --kv-type).
+class EngineKvType : public ::testing::TestWithParam<DType> {};
+
+TEST_P(EngineKvType, SixtyFourConcurrentRequestsGiveTheirSoloOutputs) {
   const auto& m = synth_f32();
   const auto reqs = random_requests(64, 500, 48, 512, 1);
-  const auto alone = run_alone(m, reqs);
-  Engine e(*m.model, *m.tok, config());
+  EngineConfig c = config();
+  c.kv_type = GetParam();
+  const auto alone = run_alone(m, reqs, c);
+  Engine e(*m.model, *m.tok, c);
+  EXPECT_EQ(e.config().kv_type, GetParam());
   const auto together = run_concurrently(e, reqs);
   expect_same_outputs(alone, together);
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -164,6 +182,63 @@ TEST(Engine, SixtyFourConcurrentRequestsGiveTheirSoloOutputs) {
     EXPECT_EQ(together[i].last.prompt_tokens, int64_t(reqs[i].prompt.size()));
   }
   EXPECT_GT(e.metrics().steps.load(), 0);
+  expect_no_blocks_in_use(e);
+}
+
+INSTANTIATE_TEST_SUITE_P(KvTypes, EngineKvType, ::testing::Values(DType::F16, DType::F32),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// The KV element type sets the bytes of a block, so the blocks that fit in kv_cache_bytes.
+TEST(Engine, KvTypeSetsTheCacheMemory) {
+  const auto& m = synth_f32();  // 2 layers, 2 kv heads of 16, context 1024 (64 blocks)
+  const int64_t f32_block = 2 * 2 * 2 * 16 * 16 * 4;  // K and V, layers, heads, dims, positions
+  EngineConfig c = config();
+  EXPECT_EQ(c.kv_type, DType::F16);  // the default
+  c.kv_blocks = 70;
+  c.kv_type = DType::F32;
+  EXPECT_EQ(Engine(*m.model, *m.tok, c).gauges().kv_bytes_total, 70 * f32_block);
+  c.kv_type = DType::F16;
+  EXPECT_EQ(Engine(*m.model, *m.tok, c).gauges().kv_bytes_total, 70 * f32_block / 2);
+  // Automatic block count: max_seqs (64) full contexts would need 4096 blocks; the cap allows
+  // 100 f32 blocks, 200 f16 ones.
+  c.kv_blocks = 0;
+  c.kv_cache_bytes = size_t(100 * f32_block);
+  c.kv_type = DType::F32;
+  EXPECT_EQ(Engine(*m.model, *m.tok, c).config().kv_blocks, 100);
+  c.kv_type = DType::F16;
+  Engine e(*m.model, *m.tok, c);
+  EXPECT_EQ(e.config().kv_blocks, 200);
+  EXPECT_EQ(e.gauges().kv_bytes_total, 100 * f32_block);
+  // A request's blocks count at f16 size while it runs.
+  auto s = e.submit(greedy_request(std::vector<int32_t>(40, 7), 200));
+  ASSERT_EQ(s.status, SubmitStatus::Accepted);
+  EngineGauges g = e.gauges();
+  for (int i = 0; i < 2000 && g.kv_blocks_used == 0; ++i) {
+    std::this_thread::sleep_for(5ms);  // gauges are published after each step
+    g = e.gauges();
+  }
+  EXPECT_GT(g.kv_blocks_used, 0);
+  EXPECT_EQ(g.kv_bytes_used, g.kv_blocks_used * f32_block / 2);
+  s.stream->cancel();
+  collect(*s.stream);
+  expect_no_blocks_in_use(e);
+  for (const DType bad : {DType::BF16, DType::Q8_0}) {
+    c.kv_type = bad;
+    EXPECT_THROW(Engine(*m.model, *m.tok, c), std::invalid_argument) << dtype_name(bad);
+  }
+}
+
+// Quantised weights are batch-invariant without the (float-only) batch-invariant mode.
+TEST(Engine, Q8ModelGivesSoloOutputsWithoutTheInvariantMode) {
+  kernels::set_batch_invariant(false);
+  const Loaded m = make_synth(DType::Q8_0);
+  const auto reqs = random_requests(32, 300, 32, 512, 7);
+  const auto alone = run_alone(m, reqs, false);
+  EngineConfig c = config();
+  c.batch_invariant = false;
+  Engine e(*m.model, *m.tok, c);
+  ASSERT_FALSE(kernels::batch_invariant());
+  expect_same_outputs(alone, run_concurrently(e, reqs));
   expect_no_blocks_in_use(e);
 }
 
@@ -212,6 +287,8 @@ TEST(Engine, PreemptionUnderASmallPoolKeepsEveryOutput) {
   Engine e(*m.model, *m.tok, c);
   expect_same_outputs(alone, run_concurrently(e, reqs));
   EXPECT_GT(e.metrics().preemptions.load(), 0);
+  std::printf("[ preempt  ] %lld preemptions with a pool of %lld blocks\n",
+              (long long)e.metrics().preemptions.load(), (long long)e.config().kv_blocks);
   expect_no_blocks_in_use(e);
 }
 
@@ -248,7 +325,8 @@ TEST(Engine, RefusesBadRequestsAndAFullQueueAndWhileDraining) {
   c.scheduler.max_seqs = 1;
   Engine e(*m.model, *m.tok, c);
   EXPECT_EQ(e.submit(greedy_request({}, 5)).status, SubmitStatus::Invalid);
-  EXPECT_EQ(e.submit(greedy_request(std::vector<int32_t>(1024, 3), 5)).status, SubmitStatus::Invalid);
+  EXPECT_EQ(e.submit(greedy_request(std::vector<int32_t>(1024, 3), 5)).status,
+            SubmitStatus::Invalid);
   EXPECT_EQ(e.submit(greedy_request({3, 512}, 5)).status, SubmitStatus::Invalid);
   EXPECT_EQ(e.submit(greedy_request({3}, 0)).status, SubmitStatus::Invalid);
   // One runs (max_seqs 1), two wait, the next is refused.

@@ -67,27 +67,40 @@ INSTANTIATE_TEST_SUITE_P(Types, MatmulInvariance,
                                            DType::Q4_0),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
-// Attention of n queries at pos0 in one call, and in a batch of jobs, equals each query alone.
-TEST(AttentionInvariance, QueriesGiveTheSameBitsAloneChunkedAndBatched) {
+// Attention of n queries at pos0 in one call, and in a batch of jobs, equals each query alone;
+// over f32 and over f16 rows (the paged cache's default).
+class AttentionInvariance : public ::testing::TestWithParam<bool> {};
+
+TEST_P(AttentionInvariance, QueriesGiveTheSameBitsAloneChunkedAndBatched) {
+  const bool f16 = GetParam();
   std::mt19937 rng(12);
-  for (int64_t head_dim : {16, 64, 80}) {
+  for (int64_t head_dim : {16, 64, 80, 24}) {
     const int64_t n_heads = 4, n_kv = 2, keys = 45, bs = 16;
     const int64_t kv_dim = n_kv * head_dim, dim = n_heads * head_dim;
     // Head-major blocks as the paged cache stores them, in a scrambled block order.
     const int64_t n_blocks = (keys + bs - 1) / bs;
     std::vector<std::vector<float>> kb(static_cast<size_t>(n_blocks)),
         vb(static_cast<size_t>(n_blocks));
+    std::vector<std::vector<uint16_t>> khb(static_cast<size_t>(n_blocks)),
+        vhb(static_cast<size_t>(n_blocks));
     std::vector<const float*> kp, vp;
+    std::vector<const uint16_t*> khp, vhp;
     for (int64_t b = n_blocks - 1; b >= 0; --b) {
       kb[size_t(b)] = randn(size_t(bs * kv_dim), rng);
       vb[size_t(b)] = randn(size_t(bs * kv_dim), rng);
+      for (const float x : kb[size_t(b)]) khb[size_t(b)].push_back(fp32_to_fp16(x));
+      for (const float x : vb[size_t(b)]) vhb[size_t(b)].push_back(fp32_to_fp16(x));
     }
     for (int64_t b = 0; b < n_blocks; ++b) {
       kp.push_back(kb[size_t(b)].data());
       vp.push_back(vb[size_t(b)].data());
+      khp.push_back(khb[size_t(b)].data());
+      vhp.push_back(vhb[size_t(b)].data());
     }
-    const KvRows k{kp.data(), bs, head_dim, bs * head_dim},
-        v{vp.data(), bs, head_dim, bs * head_dim};
+    const KvRows k = f16 ? KvRows{nullptr, bs, head_dim, bs * head_dim, khp.data()}
+                         : KvRows{kp.data(), bs, head_dim, bs * head_dim};
+    const KvRows v = f16 ? KvRows{nullptr, bs, head_dim, bs * head_dim, vhp.data()}
+                         : KvRows{vp.data(), bs, head_dim, bs * head_dim};
     const auto q = randn(size_t(keys * dim), rng);
     const float scale = 0.125f;
     for (Isa isa : supported_isas()) {
@@ -112,14 +125,19 @@ TEST(AttentionInvariance, QueriesGiveTheSameBitsAloneChunkedAndBatched) {
       attention_batch(jobs.data(), int64_t(jobs.size()), pool);
       for (int64_t t = 0; t < keys; ++t) {
         ASSERT_EQ(0, std::memcmp(alone.data() + t * dim, chunked.data() + t * dim, size_t(dim) * 4))
-            << isa_name(isa) << " head_dim " << head_dim << " query " << t << " (chunked)";
+            << isa_name(isa) << " f16 " << f16 << " head_dim " << head_dim << " query " << t
+            << " (chunked)";
         ASSERT_EQ(0, std::memcmp(alone.data() + t * dim, batched.data() + t * dim, size_t(dim) * 4))
-            << isa_name(isa) << " head_dim " << head_dim << " query " << t << " (batched)";
+            << isa_name(isa) << " f16 " << f16 << " head_dim " << head_dim << " query " << t
+            << " (batched)";
       }
     }
     set_active_isa(supported_isas().back());
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(KvTypes, AttentionInvariance, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "f16" : "f32"; });
 
 }  // namespace
 }  // namespace shrike::kernels

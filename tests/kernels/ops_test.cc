@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "kernels/isa.h"
 
@@ -124,7 +127,9 @@ TEST(Ops, RopeMatchesReference) {
 
 // attention: outputs are convex combinations of V rows (|v| ~ 1..4); f32 dot products of
 // head_dim terms and the softmax (2e-6 rel) in another order: 2e-5 absolute.
-TEST(Ops, AttentionMatchesReference) {
+// f16: the cache holds halves of the random values; the reference runs on f32 rows holding the
+// same (rounded) values, so the tolerance is the f32 one: widening a half is exact.
+void check_attention_against_reference(bool f16) {
   struct C {
     int64_t n_tokens, pos0, n_heads, n_kv, head_dim, block_size;
   };
@@ -132,7 +137,8 @@ TEST(Ops, AttentionMatchesReference) {
       {1, 0, 2, 1, 64, 1024}, {1, 130, 4, 2, 64, 16},    {1, 700, 3, 3, 128, 1024},
       {7, 5, 4, 2, 80, 8},    {33, 0, 4, 4, 128, 32},    {17, 9, 2, 1, 72, 5},
       {3, 2, 2, 2, 6, 1000},  {64, 0, 2, 1, 64, 16},     {6, 3, 2, 1, 48, 7},
-      {10, 0, 2, 2, 200, 64}, {1, 2047, 2, 1, 128, 256},
+      {10, 0, 2, 2, 200, 64}, {1, 2047, 2, 1, 128, 256}, {1, 40, 2, 1, 24, 16},
+      {2, 40, 4, 2, 100, 16}, {5, 19, 2, 2, 256, 16},
   };
   std::mt19937 rng(5);
   for (const C& c : cases) {
@@ -142,40 +148,82 @@ TEST(Ops, AttentionMatchesReference) {
     // larger than the row.
     const int64_t stride = kv_dim + 3;
     const int64_t n_blocks = (n_pos + c.block_size - 1) / c.block_size;
-    const auto kmem = randn(size_t(n_blocks * c.block_size * stride), rng, 2.0f);
-    const auto vmem = randn(size_t(n_blocks * c.block_size * stride), rng, 2.0f);
+    auto kmem = randn(size_t(n_blocks * c.block_size * stride), rng, 2.0f);
+    auto vmem = randn(size_t(n_blocks * c.block_size * stride), rng, 2.0f);
+    std::vector<uint16_t> khalf(kmem.size()), vhalf(vmem.size());
+    if (f16) {
+      for (size_t i = 0; i < kmem.size(); ++i) {
+        khalf[i] = fp32_to_fp16(kmem[i]);
+        vhalf[i] = fp32_to_fp16(vmem[i]);
+        kmem[i] = fp16_to_fp32(khalf[i]);
+        vmem[i] = fp16_to_fp32(vhalf[i]);
+      }
+    }
     std::vector<const float*> kb(static_cast<size_t>(n_blocks)), vb(static_cast<size_t>(n_blocks));
+    std::vector<const uint16_t*> khb(static_cast<size_t>(n_blocks)),
+        vhb(static_cast<size_t>(n_blocks));
     for (int64_t b = 0; b < n_blocks; ++b) {
-      kb[size_t(b)] = kmem.data() + (n_blocks - 1 - b) * c.block_size * stride;
-      vb[size_t(b)] = vmem.data() + (n_blocks - 1 - b) * c.block_size * stride;
+      const int64_t at = (n_blocks - 1 - b) * c.block_size * stride;
+      kb[size_t(b)] = kmem.data() + at;
+      vb[size_t(b)] = vmem.data() + at;
+      khb[size_t(b)] = khalf.data() + at;
+      vhb[size_t(b)] = vhalf.data() + at;
     }
     // Both layouts a cache may use: position-major rows, and head-major blocks (a padded
     // head stride, so a kernel that assumed head_stride == block_size * head_dim would fail).
-    const KvRows layouts[][2] = {
-        {{kb.data(), c.block_size, stride, c.head_dim},
-         {vb.data(), c.block_size, stride, c.head_dim}},
-        {{kb.data(), c.block_size, c.head_dim, c.block_size * c.head_dim + 1},
-         {vb.data(), c.block_size, c.head_dim, c.block_size * c.head_dim + 1}},
-    };
+    const int64_t strides[][2] = {{stride, c.head_dim},
+                                  {c.head_dim, c.block_size * c.head_dim + 1}};
     const auto q = randn(size_t(c.n_tokens * dim), rng);
     const AttentionShape s{c.n_tokens, c.pos0,     c.n_heads,
                            c.n_kv,     c.head_dim, 1.0f / std::sqrt(float(c.head_dim))};
-    for (const auto& [k, v] : layouts) {
+    for (const auto& [row_stride, head_stride] : strides) {
+      const KvRows k{kb.data(), c.block_size, row_stride, head_stride},
+          v{vb.data(), c.block_size, row_stride, head_stride};
       std::vector<float> want(size_t(c.n_tokens * dim));
       reference::attention(s, q.data(), k, v, want.data());
+      KvRows tk = k, tv = v;  // the rows under test
+      if (f16) {
+        tk = {nullptr, c.block_size, row_stride, head_stride, khb.data()};
+        tv = {nullptr, c.block_size, row_stride, head_stride, vhb.data()};
+        std::vector<float> ref16(want.size(), NAN);
+        reference::attention(s, q.data(), tk, tv, ref16.data());
+        ASSERT_EQ(0, std::memcmp(ref16.data(), want.data(), want.size() * sizeof(float)))
+            << "the reference must widen halves exactly";
+      }
       for (int threads : {1, 2}) {
         ThreadPool pool(threads);
         for_each_isa([&](Isa isa) {
           std::vector<float> got(want.size(), NAN);
-          attention(s, q.data(), k, v, got.data(), pool);
+          attention(s, q.data(), tk, tv, got.data(), pool);
           for (size_t i = 0; i < want.size(); ++i)
             ASSERT_NEAR(got[i], want[i], 2e-5)
-                << "threads=" << threads << " n_tokens=" << c.n_tokens << " pos0=" << c.pos0
-                << " head_dim=" << c.head_dim << " head_stride=" << k.head_stride << " i=" << i;
+                << "f16=" << f16 << " threads=" << threads << " n_tokens=" << c.n_tokens
+                << " pos0=" << c.pos0 << " head_dim=" << c.head_dim
+                << " head_stride=" << head_stride << " i=" << i;
         });
       }
     }
   }
+}
+
+TEST(Ops, AttentionMatchesReference) {
+  check_attention_against_reference(false);
+}
+
+TEST(Ops, AttentionOnF16RowsMatchesReferenceOnTheRoundedValues) {
+  check_attention_against_reference(true);
+}
+
+TEST(Ops, AttentionRefusesKAndVOfDifferentTypes) {
+  const float kf[4] = {1, 2, 3, 4};
+  const uint16_t vh[4] = {0x3c00, 0x3c00, 0x3c00, 0x3c00};
+  const float* kb[1] = {kf};
+  const uint16_t* vb[1] = {vh};
+  const KvRows k{kb, 1, 4, 4}, v{nullptr, 1, 4, 4, vb};
+  const float q[4] = {1, 0, 0, 0};
+  float out[4];
+  ThreadPool pool(1);
+  EXPECT_THROW(attention({1, 0, 1, 1, 4, 0.5f}, q, k, v, out, pool), std::invalid_argument);
 }
 
 }  // namespace

@@ -2,9 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <vector>
+
+#include "core/dtype.h"
 
 namespace shrike::kv {
 namespace {
@@ -22,16 +28,24 @@ TEST(KvStorage, RejectsBadDimensions) {
   EXPECT_THROW(KvStorage(1 << 20, 1 << 20, 1 << 20, 1 << 20, 8), std::invalid_argument);
 }
 
+TEST(KvStorage, RejectsTypesOtherThanF32AndF16) {
+  EXPECT_THROW(KvStorage(1, 4, 16, 2, 8, DType::BF16), std::invalid_argument);
+  EXPECT_THROW(KvStorage(1, 4, 16, 2, 8, DType::Q8_0), std::invalid_argument);
+  EXPECT_NO_THROW(KvStorage(1, 4, 16, 2, 8, DType::F16));
+}
+
 TEST(KvStorage, SizesAndAlignment) {
   KvStorage kv(3, 5, 4, 2, 8);
-  EXPECT_EQ(kv.block_floats(), 4 * 2 * 8);
+  EXPECT_EQ(kv.block_elems(), 4 * 2 * 8);
+  EXPECT_EQ(kv.type(), DType::F32);
   EXPECT_EQ(kv.bytes(), size_t(2 * 3 * 5 * 4 * 2 * 8) * sizeof(float));
+  EXPECT_EQ(kv.block_bytes(), size_t(2 * 3 * 4 * 2 * 8) * sizeof(float));
   EXPECT_EQ(kv.bytes_per_token(), size_t(2 * 3 * 2 * 8) * sizeof(float));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(kv.keys(0, 0)) % 64, 0u);
   // Blocks of one layer, then the next layer, without overlap.
-  EXPECT_EQ(kv.keys(0, 1) - kv.keys(0, 0), kv.block_floats());
-  EXPECT_EQ(kv.keys(1, 0) - kv.keys(0, 0), 5 * kv.block_floats());
-  EXPECT_EQ(kv.values(2, 4) - kv.values(0, 0), (2 * 5 + 4) * kv.block_floats());
+  EXPECT_EQ(kv.keys(0, 1) - kv.keys(0, 0), kv.block_elems());
+  EXPECT_EQ(kv.keys(1, 0) - kv.keys(0, 0), 5 * kv.block_elems());
+  EXPECT_EQ(kv.values(2, 4) - kv.values(0, 0), (2 * 5 + 4) * kv.block_elems());
 }
 
 TEST(KvStorage, StoreIsHeadMajorWithinABlock) {
@@ -75,7 +89,7 @@ TEST(KvStorage, StoreTouchesOnlyItsSlot) {
   kv.store(0, 1, 2, k.data(), v.data());
   const float* kb = kv.keys(0, 1);
   const std::vector<float> expect_head0 = {1, 2, 3}, expect_head1 = {4, 5, 6};
-  for (int64_t i = 0; i < kv.block_floats(); ++i) {
+  for (int64_t i = 0; i < kv.block_elems(); ++i) {
     float want = 0;
     if (i >= 6 && i < 9) want = expect_head0[size_t(i - 6)];     // head 0, slot 2
     if (i >= 18 && i < 21) want = expect_head1[size_t(i - 18)];  // head 1, slot 2
@@ -98,7 +112,7 @@ TEST(KvStorage, StoreRejectsOutOfRangeCoordinates) {
 TEST(KvStorage, CopyBlockCopiesEveryLayerAndNothingElse) {
   constexpr int64_t kLayers = 3, kBlocks = 3;
   KvStorage kv(kLayers, kBlocks, 2, 2, 4);
-  const int64_t n = kv.block_floats();
+  const int64_t n = kv.block_elems();
   for (int64_t l = 0; l < kLayers; ++l) {
     for (int64_t b = 0; b < kBlocks; ++b) {
       for (int64_t i = 0; i < n; ++i) {
@@ -115,6 +129,106 @@ TEST(KvStorage, CopyBlockCopiesEveryLayerAndNothingElse) {
       EXPECT_EQ(kv.keys(l, 1)[i], float(l * 1000 + 100 + i));  // untouched
       EXPECT_EQ(kv.keys(l, 2)[i], float(l * 1000 + 200 + i));  // source unchanged
     }
+  }
+}
+
+TEST(KvStorage, F16HalvesTheBytesAndKeepsTheLayout) {
+  KvStorage kv(3, 5, 4, 2, 8, DType::F16);
+  EXPECT_TRUE(kv.is_f16());
+  EXPECT_EQ(kv.block_elems(), 4 * 2 * 8);
+  EXPECT_EQ(kv.bytes(), size_t(2 * 3 * 5 * 4 * 2 * 8) * 2);
+  EXPECT_EQ(kv.block_bytes(), size_t(2 * 3 * 4 * 2 * 8) * 2);
+  EXPECT_EQ(kv.bytes_per_token(), size_t(2 * 3 * 2 * 8) * 2);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(kv.keys_f16(0, 0)) % 64, 0u);
+  EXPECT_EQ(kv.keys_f16(0, 1) - kv.keys_f16(0, 0), kv.block_elems());
+  EXPECT_EQ(kv.values_f16(2, 4) - kv.values_f16(0, 0), (2 * 5 + 4) * kv.block_elems());
+  // The element type is part of the contract: reading halves as floats (or back) is refused.
+  EXPECT_THROW(kv.keys(0, 0), std::logic_error);
+  EXPECT_THROW(static_cast<const KvStorage&>(kv).values(0, 0), std::logic_error);
+  KvStorage f32(1, 1, 1, 1, 1);
+  EXPECT_THROW(f32.keys_f16(0, 0), std::logic_error);
+}
+
+// f16 stores are head-major like f32 ones, and each value is the f32 one rounded to the nearest
+// half (ties to even), as core's reference conversion rounds it.
+TEST(KvStorage, F16StoreIsHeadMajorAndRoundsToNearestEven) {
+  constexpr int64_t kLayers = 2, kBlocks = 2, kBlock = 3, kHeads = 2, kDim = 5;
+  KvStorage kv(kLayers, kBlocks, kBlock, kHeads, kDim, DType::F16);
+  // tag() values above 2048 are not halves: they exercise the rounding; scaled down they are
+  // below 2^-14 (subnormal halves) for small tags.
+  const auto value = [](int64_t l, int64_t b, int64_t s, int64_t h, int64_t d, bool v) {
+    const float t = tag(l, b, s, h, d, v);
+    return (l + b) % 2 == 0 ? t * 1.37f : t * 1e-9f;
+  };
+  for (int64_t l = 0; l < kLayers; ++l) {
+    for (int64_t b = 0; b < kBlocks; ++b) {
+      for (int64_t s = 0; s < kBlock; ++s) {
+        std::vector<float> k(size_t(kHeads * kDim)), v(k.size());
+        for (int64_t h = 0; h < kHeads; ++h) {
+          for (int64_t d = 0; d < kDim; ++d) {
+            k[size_t(h * kDim + d)] = value(l, b, s, h, d, false);
+            v[size_t(h * kDim + d)] = value(l, b, s, h, d, true);
+          }
+        }
+        kv.store(l, BlockId(b), s, k.data(), v.data());
+      }
+    }
+  }
+  for (int64_t l = 0; l < kLayers; ++l) {
+    for (int64_t b = 0; b < kBlocks; ++b) {
+      for (int64_t h = 0; h < kHeads; ++h) {
+        for (int64_t s = 0; s < kBlock; ++s) {
+          for (int64_t d = 0; d < kDim; ++d) {
+            const int64_t at = (h * kBlock + s) * kDim + d;
+            ASSERT_EQ(kv.keys_f16(l, BlockId(b))[at], fp32_to_fp16(value(l, b, s, h, d, false)))
+                << l << " " << b << " " << s << " " << h << " " << d;
+            ASSERT_EQ(kv.values_f16(l, BlockId(b))[at], fp32_to_fp16(value(l, b, s, h, d, true)))
+                << l << " " << b << " " << s << " " << h << " " << d;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(KvStorage, F16StoreOfEdgeValues) {
+  const float inf = std::numeric_limits<float>::infinity();
+  // 1 + 2^-11 is halfway between 1 and the next half: ties go to the even one (1.0); 1 + 3*2^-11
+  // is halfway between two halves whose even one is the larger.
+  const std::vector<float> k = {
+      1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 65504.0f, 65520.0f, -1e9f, 0x1p-24f, 0x1p-26f, -0.0f};
+  const std::vector<uint16_t> want = {0x3c00, 0x3c02, 0x7bff, 0x7c00,
+                                      0xfc00, 0x0001, 0x0000, 0x8000};
+  const std::vector<float> v = {inf, -inf, std::nanf(""), 0.5f, -2.0f, 1e-5f, 3.14159f, 0.1f};
+  KvStorage kv(1, 1, 1, 1, int64_t(k.size()), DType::F16);
+  kv.store(0, 0, 0, k.data(), v.data());
+  for (size_t i = 0; i < k.size(); ++i) EXPECT_EQ(kv.keys_f16(0, 0)[i], want[i]) << i;
+  EXPECT_EQ(kv.values_f16(0, 0)[0], 0x7c00);
+  EXPECT_EQ(kv.values_f16(0, 0)[1], 0xfc00);
+  EXPECT_TRUE(std::isnan(fp16_to_fp32(kv.values_f16(0, 0)[2])));
+  for (size_t i = 3; i < v.size(); ++i) {
+    EXPECT_EQ(kv.values_f16(0, 0)[i], fp32_to_fp16(v[i])) << i;
+    // Half an ulp: 2^-11 relative for normal halves, 2^-25 absolute for subnormal ones (1e-5).
+    EXPECT_LE(std::fabs(fp16_to_fp32(kv.values_f16(0, 0)[i]) - v[i]),
+              std::max(std::fabs(v[i]) * 0x1p-11f, 0x1p-25f))
+        << i;
+  }
+}
+
+TEST(KvStorage, F16CopyBlockCopiesTheHalvesExactly) {
+  KvStorage kv(2, 3, 2, 2, 4, DType::F16);
+  const int64_t n = kv.block_elems();
+  for (int64_t l = 0; l < 2; ++l) {
+    for (int64_t i = 0; i < n; ++i) {
+      kv.keys_f16(l, 1)[i] = uint16_t(0x3000 + l * 256 + i);  // includes no NaN pattern
+      kv.values_f16(l, 1)[i] = uint16_t(0xb000 + l * 256 + i);
+    }
+  }
+  kv.copy_block(1, 2);
+  for (int64_t l = 0; l < 2; ++l) {
+    EXPECT_EQ(0, std::memcmp(kv.keys_f16(l, 2), kv.keys_f16(l, 1), size_t(n) * 2)) << l;
+    EXPECT_EQ(0, std::memcmp(kv.values_f16(l, 2), kv.values_f16(l, 1), size_t(n) * 2)) << l;
+    for (int64_t i = 0; i < n; ++i) EXPECT_EQ(kv.keys_f16(l, 0)[i], 0) << l << " " << i;
   }
 }
 

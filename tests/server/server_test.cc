@@ -179,6 +179,12 @@ class ServerTest : public ::testing::Test {
     delete setup_error_;
   }
   void SetUp() override { ASSERT_TRUE(setup_error_->empty()) << *setup_error_; }
+  // Acceptance 4: whatever a test did (errors, stops, deadlines), no KV block stays in use.
+  void TearDown() override {
+    if (!setup_error_->empty()) return;
+    EXPECT_TRUE(eventually([&] { return scrape(port(), "shrike_kv_blocks_used") == 0; }, 5))
+        << "KV blocks still in use after the test";
+  }
   int port() const { return server_->port(); }
 
   void expect_healthy() {
