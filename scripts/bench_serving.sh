@@ -65,16 +65,18 @@ run_shrike() {  # label loadtest-args... -- serve-args...
   local lt=() sv=()
   while [ "$1" != "--" ]; do lt+=("$1"); shift; done; shift
   sv=("$@")
-  build/shrike serve "$model" --port 0 --threads "$threads" "${sv[@]}" 2>"$out/server.log" &
-  server_pid=$!
-  local port; port=$(port_of "$out/server.log")
+  # A fresh server per run: the same prompts are sent at each concurrency, and a warm prefix
+  # cache would turn the later runs into cache hits.
   for c in ${CONCURRENCY:-1 8 32}; do
+    build/shrike serve "$model" --port 0 --threads "$threads" "${sv[@]}" 2>"$out/server.log" &
+    server_pid=$!
+    local port; port=$(port_of "$out/server.log")
     local j="$out/${label// /_}_c$c.json"
     build/shrike loadtest --url "http://127.0.0.1:$port" "${lt[@]}" --concurrency "$c" \
       --timeout 600 --out-json "$j" >/dev/null
     row "$label" "$c" "$j"
+    stop_server
   done
-  stop_server
 }
 
 A=(--prompts "$out/prompts_a.jsonl" --max-requests 128)
@@ -85,14 +87,14 @@ run_shrike "A shrike static 32" "${A[@]}" -- --batching static --batch-size 32 -
 B=(--input-tokens 33 --output-tokens 32 --max-requests 64)
 CONCURRENCY="1 8" run_shrike "B shrike continuous" "${B[@]}" --
 if [ -n "$llama_server" ]; then
-  "$llama_server" -m "$model" -t "$threads" -np 8 --no-mmap --port 18093 -c 4096 >"$out/llama.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 1 600); do curl -sf http://127.0.0.1:18093/health >/dev/null && break; sleep 0.2; done
   for c in 1 8; do
+    "$llama_server" -m "$model" -t "$threads" -np 8 --no-mmap --port 18093 -c 4096 >"$out/llama.log" 2>&1 &
+    server_pid=$!
+    for _ in $(seq 1 600); do curl -sf http://127.0.0.1:18093/health >/dev/null && break; sleep 0.2; done
     j="$out/B_llama-server_c$c.json"
     build/shrike loadtest --url http://127.0.0.1:18093 "${B[@]}" --concurrency "$c" --timeout 600 \
       --out-json "$j" >/dev/null
     row "B llama-server -np 8" "$c" "$j"
+    stop_server
   done
-  stop_server
 fi
