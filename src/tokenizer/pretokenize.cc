@@ -40,7 +40,9 @@ constexpr const char* kDeepseekLlmLetters =
 constexpr const char* kDeepseekLlmPunct =
     "\\s?[!-/:-~\uff01-\uff0f\uff1a-\uff5e\u2018-\u201f\u3000-\u3002]+";
 
-std::vector<const char*> patterns(PreType t) {
+}  // namespace
+
+std::vector<const char*> pretokenizer_regexes(PreType t) {
   switch (t) {
     case PreType::Gpt2:
       return {kGpt2};
@@ -60,8 +62,6 @@ std::vector<const char*> patterns(PreType t) {
   }
   return {};
 }
-
-}  // namespace
 
 bool pre_type_from_name(std::string_view n, PreType& out) {
   if (n.empty() || n == "default") {
@@ -87,7 +87,7 @@ bool pre_type_from_name(std::string_view n, PreType& out) {
 }
 
 PreTokenizer::PreTokenizer(PreType type) {
-  for (const char* p : patterns(type)) stages_.emplace_back(p);
+  for (const char* p : pretokenizer_regexes(type)) stages_.emplace_back(p);
 }
 
 void PreTokenizer::split(std::string_view text,

@@ -24,6 +24,10 @@ enum class PreType {
   Starcoder,  // starcoder, refact: single digits, then the GPT-2 regex
 };
 
+// The regex sequence of a family, as llama.cpp lists it (the Hugging Face importer matches
+// tokenizer.json pre-tokenizers against these).
+std::vector<const char*> pretokenizer_regexes(PreType t);
+
 // Maps a tokenizer.ggml.pre value ("" when absent); false for one it does not know.
 bool pre_type_from_name(std::string_view name, PreType& out);
 
