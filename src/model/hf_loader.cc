@@ -7,6 +7,7 @@
 
 #include "model/hf_model.h"
 #include "model/model.h"
+#include "model/weight_binding.h"
 
 namespace shrike::model {
 namespace {
@@ -288,39 +289,18 @@ std::unique_ptr<Model> load_hf_model(const std::string& dir) {
     if (!t) throw std::logic_error("hf loader: no tensor " + name);  // open() listed them all
     return *t;
   };
-  auto matrix = [&](const std::string& name) {
-    const auto& t = info(name);
-    return kernels::PackedMatrix::pack(t.type, t.dims[1], t.dims[0], ck.data(t, scratch));
-  };
-  auto vector = [&](const std::string& name) {
-    const auto& t = info(name);
-    std::vector<float> out(size_t(t.dims[0]));
-    dequantize_row(t.type, ck.data(t, scratch), out.data(), t.dims[0]);
-    return out;
-  };
-  ModelWeights w;
-  w.token_embedding = matrix("token_embd.weight");
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    LayerWeights lw;
-    lw.attn_norm = vector(p + "attn_norm.weight");
-    lw.wq = matrix(p + "attn_q.weight");
-    lw.wk = matrix(p + "attn_k.weight");
-    lw.wv = matrix(p + "attn_v.weight");
-    if (c.qkv_bias) {
-      lw.bq = vector(p + "attn_q.bias");
-      lw.bk = vector(p + "attn_k.bias");
-      lw.bv = vector(p + "attn_v.bias");
-    }
-    lw.wo = matrix(p + "attn_output.weight");
-    lw.ffn_norm = vector(p + "ffn_norm.weight");
-    lw.w_gate = matrix(p + "ffn_gate.weight");
-    lw.w_up = matrix(p + "ffn_up.weight");
-    lw.w_down = matrix(p + "ffn_down.weight");
-    w.layers.push_back(std::move(lw));
-  }
-  w.output_norm = vector("output_norm.weight");
-  if (!c.tied_output) w.output = matrix("output.weight");
+  // Shapes were checked against the configuration when the checkpoint was opened.
+  const WeightSource src{[&](const std::string& name, int64_t rows, int64_t cols) {
+                           return kernels::PackedMatrix::pack(info(name).type, rows, cols,
+                                                              ck.data(info(name), scratch));
+                         },
+                         [&](const std::string& name, int64_t n) {
+                           std::vector<float> out(static_cast<size_t>(n));
+                           dequantize_row(info(name).type, ck.data(info(name), scratch), out.data(),
+                                          n);
+                           return out;
+                         }};
+  ModelWeights w = bind_weights(c, src);
   return std::make_unique<Model>(c, std::move(w));
 }
 

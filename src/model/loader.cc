@@ -9,6 +9,7 @@
 #include "core/file_buffer.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "model/weight_binding.h"
 
 namespace shrike::model {
 namespace {
@@ -65,40 +66,16 @@ class TensorTable {
   std::map<std::string, TensorRef> tensors_;
 };
 
-ModelWeights bind_weights(const ModelConfig& c, const TensorTable& t) {
-  ModelWeights w;
-  w.token_embedding = t.matrix("token_embd.weight", c.vocab_size, c.dim);
-  for (int64_t l = 0; l < c.n_layers; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    LayerWeights lw;
-    lw.attn_norm = t.vector(p + "attn_norm.weight", c.dim);
-    lw.wq = t.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
-    lw.wk = t.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
-    lw.wv = t.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
-    lw.wo = t.matrix(p + "attn_output.weight", c.dim, c.q_dim());
-    if (c.qkv_bias) {
-      lw.bq = t.vector(p + "attn_q.bias", c.q_dim());
-      lw.bk = t.vector(p + "attn_k.bias", c.kv_dim());
-      lw.bv = t.vector(p + "attn_v.bias", c.kv_dim());
-    }
-    lw.ffn_norm = t.vector(p + "ffn_norm.weight", c.dim);
-    lw.w_gate = t.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
-    lw.w_up = t.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
-    lw.w_down = t.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
-    w.layers.push_back(std::move(lw));
-  }
-  w.output_norm = t.vector("output_norm.weight", c.dim);
-  if (!c.tied_output) w.output = t.matrix("output.weight", c.vocab_size, c.dim);
-  return w;
-}
-
 std::unique_ptr<Model> make_model(const std::string& path, ModelConfig c, const TensorTable& t) {
   try {
     c.validate();
   } catch (const std::invalid_argument& e) {
     throw FileError(path + ": " + e.what());
   }
-  return std::make_unique<Model>(c, bind_weights(c, t));
+  const WeightSource src{
+      [&](const std::string& n, int64_t rows, int64_t cols) { return t.matrix(n, rows, cols); },
+      [&](const std::string& n, int64_t len) { return t.vector(n, len); }};
+  return std::make_unique<Model>(c, bind_weights(c, src));
 }
 
 // ---- GGUF ----
@@ -114,14 +91,16 @@ std::unique_ptr<Model> load_gguf(const std::string& path) {
   auto key = [&](const char* suffix) { return a + "." + suffix; };
   auto count = [&](const char* suffix) {
     const uint64_t v = f.get_uint(key(suffix));
-    if (v > (uint64_t(1) << 40)) throw FileError(path + ": metadata '" + key(suffix) + "' is absurd");
+    if (v > (uint64_t(1) << 40))
+      throw FileError(path + ": metadata '" + key(suffix) + "' is absurd");
     return int64_t(v);
   };
   c.dim = count("embedding_length");
   c.n_layers = count("block_count");
   c.ffn_dim = count("feed_forward_length");
   c.n_heads = count("attention.head_count");
-  c.n_kv_heads = f.has(key("attention.head_count_kv")) ? count("attention.head_count_kv") : c.n_heads;
+  c.n_kv_heads =
+      f.has(key("attention.head_count_kv")) ? count("attention.head_count_kv") : c.n_heads;
   c.head_dim = f.has(key("attention.key_length")) ? count("attention.key_length")
                                                   : (c.n_heads > 0 ? c.dim / c.n_heads : 0);
   c.context_length = f.has(key("context_length")) ? count("context_length") : 2048;
@@ -143,13 +122,15 @@ std::unique_ptr<Model> load_gguf(const std::string& path) {
     const auto* tokens = f.find("tokenizer.ggml.tokens");
     if (tokens->array_size != uint64_t(c.vocab_size))
       throw FileError(path + ": tokenizer has " + std::to_string(tokens->array_size) +
-                      " tokens but token_embd.weight has " + std::to_string(c.vocab_size) + " rows");
+                      " tokens but token_embd.weight has " + std::to_string(c.vocab_size) +
+                      " rows");
   }
 
   std::map<std::string, TensorRef> tensors;
   for (const auto& t : f.tensors()) tensors[t.name] = TensorRef{t.type, t.dims, t.data};
   TensorTable table(path, std::move(tensors));
-  if (table.has("rope_freqs.weight")) c.rope_freq_factors = table.vector("rope_freqs.weight", c.rope_dims / 2);
+  if (table.has("rope_freqs.weight"))
+    c.rope_freq_factors = table.vector("rope_freqs.weight", c.rope_dims / 2);
   return make_model(path, std::move(c), table);
 }
 
@@ -221,6 +202,33 @@ std::unique_ptr<Model> load_llama2c(const std::string& path, const MappedFile& f
 }
 
 }  // namespace
+
+ModelWeights bind_weights(const ModelConfig& c, const WeightSource& t) {
+  ModelWeights w;
+  w.token_embedding = t.matrix("token_embd.weight", c.vocab_size, c.dim);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LayerWeights lw;
+    lw.attn_norm = t.vector(p + "attn_norm.weight", c.dim);
+    lw.wq = t.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
+    lw.wk = t.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
+    lw.wv = t.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+    lw.wo = t.matrix(p + "attn_output.weight", c.dim, c.q_dim());
+    if (c.qkv_bias) {
+      lw.bq = t.vector(p + "attn_q.bias", c.q_dim());
+      lw.bk = t.vector(p + "attn_k.bias", c.kv_dim());
+      lw.bv = t.vector(p + "attn_v.bias", c.kv_dim());
+    }
+    lw.ffn_norm = t.vector(p + "ffn_norm.weight", c.dim);
+    lw.w_gate = t.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
+    lw.w_up = t.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+    lw.w_down = t.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
+    w.layers.push_back(std::move(lw));
+  }
+  w.output_norm = t.vector("output_norm.weight", c.dim);
+  if (!c.tied_output) w.output = t.matrix("output.weight", c.vocab_size, c.dim);
+  return w;
+}
 
 std::unique_ptr<Model> load_model(const std::string& path) {
   std::error_code ec;
