@@ -210,13 +210,13 @@ TEST(Engine, KvTypeSetsTheCacheMemory) {
   EXPECT_EQ(e.config().kv_blocks, 200);
   EXPECT_EQ(e.gauges().kv_bytes_total, 100 * f32_block);
   // A request's blocks count at f16 size while it runs.
-  auto s = e.submit(greedy_request(std::vector<int32_t>(40, 7), 200));
+  auto s = e.submit(greedy_request(std::vector<int32_t>(40, 7), 900));
   ASSERT_EQ(s.status, SubmitStatus::Accepted);
+  // Gauges are published after each step, and a step of this tiny model takes microseconds:
+  // poll without sleeping, or the whole request may run between two looks.
   EngineGauges g = e.gauges();
-  for (int i = 0; i < 2000 && g.kv_blocks_used == 0; ++i) {
-    std::this_thread::sleep_for(5ms);  // gauges are published after each step
+  for (const auto give_up = Clock::now() + 10s; g.kv_blocks_used == 0 && Clock::now() < give_up;)
     g = e.gauges();
-  }
   EXPECT_GT(g.kv_blocks_used, 0);
   EXPECT_EQ(g.kv_bytes_used, g.kv_blocks_used * f32_block / 2);
   s.stream->cancel();
