@@ -3,7 +3,8 @@
 # everything is already there (no apt-get at all then).
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
-          nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libcpp-httplib-dev curl)
+          nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libcpp-httplib-dev curl
+          libopenblas-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
   add("tokenize", "text to token ids, or ids to text", shrike::cli::add_tokenize);
   add("convert", "convert a Hugging Face model folder to GGUF", shrike::cli::add_convert);
   add("serve", "serve a model over an OpenAI-compatible HTTP API", shrike::cli::add_serve);
+  add("data", "generate or import intent/slot datasets", shrike::cli::add_data);
+  add("tokenizer", "train a BPE tokenizer on a dataset", shrike::cli::add_tokenizer);
+  add("train", "train a model on an intent/slot dataset", shrike::cli::add_train);
+  add("eval", "evaluate a model on an intent/slot task", shrike::cli::add_eval);
   add("loadtest", "measure an OpenAI-compatible server under load", shrike::cli::add_loadtest);
   try {
     app.parse(argc, argv);

@@ -1,0 +1,66 @@
+#include "data/example.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/file_buffer.h"
+
+namespace shrike::data {
+
+std::vector<Example> read_examples(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw FileError(path + ": cannot open");
+  std::vector<Example> out;
+  std::string line;
+  for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(line_no) + ": ";
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(line);
+    } catch (const nlohmann::json::exception& e) {
+      throw FileError(where + "invalid JSON (" + e.what() + ")");
+    }
+    if (!j.is_object()) throw FileError(where + "expected a JSON object");
+    Example ex;
+    auto need_string = [&](const char* key, std::string& dst, bool required) {
+      const auto it = j.find(key);
+      if (it == j.end()) {
+        if (required) throw FileError(where + "missing \"" + key + "\"");
+        return;
+      }
+      if (!it->is_string()) throw FileError(where + "\"" + key + "\" must be a string");
+      dst = it->get<std::string>();
+    };
+    need_string("text", ex.text, true);
+    need_string("intent", ex.intent, true);
+    need_string("lang", ex.lang, false);
+    if (const auto it = j.find("slots"); it != j.end() && !it->is_null()) {
+      if (!it->is_object()) throw FileError(where + "\"slots\" must be an object");
+      for (const auto& [name, value] : it->items()) {
+        if (!value.is_string())
+          throw FileError(where + "slot \"" + name + "\" must have a string value");
+        ex.slots[name] = value.get<std::string>();
+      }
+    }
+    out.push_back(std::move(ex));
+  }
+  return out;
+}
+
+void write_examples(const std::vector<Example>& examples, const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw FileError(path + ": cannot write");
+  for (const Example& ex : examples) {
+    nlohmann::ordered_json j;
+    j["text"] = ex.text;
+    j["intent"] = ex.intent;
+    j["slots"] = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : ex.slots) j["slots"][k] = v;
+    if (!ex.lang.empty()) j["lang"] = ex.lang;
+    out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  }
+  if (!out) throw FileError(path + ": write failed");
+}
+
+}  // namespace shrike::data
