@@ -22,5 +22,7 @@ Runner add_data_import(CLI::App& app);   // data_import.cc
 Runner add_tokenizer(CLI::App& app);     // tokenizer_train.cc: `tokenizer train`
 Runner add_train(CLI::App& app);         // train.cc
 Runner add_eval(CLI::App& app);          // eval.cc
+Runner add_prune(CLI::App& app);         // prune.cc
+Runner add_distill(CLI::App& app);       // distill.cc
 
 }  // namespace shrike::cli

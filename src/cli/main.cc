@@ -25,6 +25,9 @@ int main(int argc, char** argv) {
   add("data", "generate or import intent/slot datasets", shrike::cli::add_data);
   add("tokenizer", "train a BPE tokenizer on a dataset", shrike::cli::add_tokenizer);
   add("train", "train a model on an intent/slot dataset", shrike::cli::add_train);
+  add("prune", "remove heads, FFN channels, layers or hidden channels of a model",
+      shrike::cli::add_prune);
+  add("distill", "train a student model from a teacher's outputs", shrike::cli::add_distill);
   add("eval", "evaluate a model on an intent/slot task", shrike::cli::add_eval);
   add("loadtest", "measure an OpenAI-compatible server under load", shrike::cli::add_loadtest);
   try {

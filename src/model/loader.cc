@@ -80,8 +80,10 @@ std::unique_ptr<Model> make_model(const std::string& path, ModelConfig c, const 
 
 // ---- GGUF ----
 
-std::unique_ptr<Model> load_gguf(const std::string& path) {
-  const auto f = gguf::GgufFile::open(path);
+}  // namespace
+
+ModelConfig config_from_gguf(const gguf::GgufFile& f) {
+  const std::string& path = f.path();
   ModelConfig c;
   c.architecture = f.get_string("general.architecture");
   const std::string& a = c.architecture;
@@ -126,6 +128,14 @@ std::unique_ptr<Model> load_gguf(const std::string& path) {
                       " rows");
   }
 
+  return c;
+}
+
+namespace {
+
+std::unique_ptr<Model> load_gguf(const std::string& path) {
+  const auto f = gguf::GgufFile::open(path);
+  ModelConfig c = config_from_gguf(f);
   std::map<std::string, TensorRef> tensors;
   for (const auto& t : f.tensors()) tensors[t.name] = TensorRef{t.type, t.dims, t.data};
   TensorTable table(path, std::move(tensors));

@@ -12,21 +12,25 @@
 #include "model/config.h"
 #include "model/kv_cache.h"
 
+namespace shrike::gguf {
+class GgufFile;
+}
+
 namespace shrike::model {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;                 // [dim]
-  kernels::PackedMatrix wq, wk, wv, wo;         // [q_dim][dim], [kv_dim][dim] x2, [dim][q_dim]
-  std::vector<float> bq, bk, bv;                // Qwen2 biases; empty otherwise
-  std::vector<float> ffn_norm;                  // [dim]
-  kernels::PackedMatrix w_gate, w_up, w_down;   // [ffn][dim], [ffn][dim], [dim][ffn]
+  std::vector<float> attn_norm;                // [dim]
+  kernels::PackedMatrix wq, wk, wv, wo;        // [q_dim][dim], [kv_dim][dim] x2, [dim][q_dim]
+  std::vector<float> bq, bk, bv;               // Qwen2 biases; empty otherwise
+  std::vector<float> ffn_norm;                 // [dim]
+  kernels::PackedMatrix w_gate, w_up, w_down;  // [ffn][dim], [ffn][dim], [dim][ffn]
 };
 
 struct ModelWeights {
   kernels::PackedMatrix token_embedding;  // [vocab][dim]
   std::vector<LayerWeights> layers;
-  std::vector<float> output_norm;    // [dim]
-  kernels::PackedMatrix output;      // [vocab][dim]; empty when tied to the embedding
+  std::vector<float> output_norm;  // [dim]
+  kernels::PackedMatrix output;    // [vocab][dim]; empty when tied to the embedding
 };
 
 // Activations of one forward call, reused across calls (grown, never shrunk).
@@ -92,6 +96,10 @@ class Model {
 // Loads a model file: GGUF (by magic) or llama2.c .bin, or a Hugging Face folder (config.json +
 // safetensors). Throws FileError with a one-line message naming the file and what is wrong.
 std::unique_ptr<Model> load_model(const std::string& path);
+
+// The configuration a GGUF model file describes (general.architecture llama, qwen2 or mistral);
+// throws FileError naming the file and the key that is missing or wrong.
+ModelConfig config_from_gguf(const gguf::GgufFile& f);
 
 // Loads a Hugging Face folder: config.json (llama, mistral, qwen2) and model.safetensors or the
 // shards of model.safetensors.index.json (hf_loader.cc; see hf_model.h).

@@ -1,0 +1,92 @@
+#include "train/checkpoint.h"
+
+#include <stdexcept>
+
+#include "gguf/gguf.h"
+#include "model/model.h"
+#include "tokenizer/hf_tokenizer.h"
+
+namespace shrike::train {
+
+void save_model(const Transformer<float>& model, const tokenizer::Vocab& vocab,
+                const std::string& name, const std::string& path, const OptimizerState* state) {
+  const model::ModelConfig& c = model.config();
+  if (vocab.size() != c.vocab_size)
+    throw std::invalid_argument("save_model: the tokenizer has " + std::to_string(vocab.size()) +
+                                " tokens but the model " + std::to_string(c.vocab_size));
+  gguf::GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  w.set_string("general.name", name);
+  w.set_uint32("general.file_type", 0);  // all F32
+  tokenizer::add_vocab_to_gguf(vocab, "", w);
+  w.set_uint32("llama.context_length", uint32_t(c.context_length));
+  w.set_uint32("llama.embedding_length", uint32_t(c.dim));
+  w.set_uint32("llama.block_count", uint32_t(c.n_layers));
+  w.set_uint32("llama.feed_forward_length", uint32_t(c.ffn_dim));
+  w.set_uint32("llama.rope.dimension_count", uint32_t(c.rope_dims));
+  w.set_uint32("llama.attention.head_count", uint32_t(c.n_heads));
+  w.set_uint32("llama.attention.head_count_kv", uint32_t(c.n_kv_heads));
+  // Explicit head sizes: after head pruning n_heads * head_dim != dim, and llama.cpp would
+  // otherwise derive head_dim = dim / n_heads.
+  w.set_uint32("llama.attention.key_length", uint32_t(c.head_dim));
+  w.set_uint32("llama.attention.value_length", uint32_t(c.head_dim));
+  w.set_float32("llama.attention.layer_norm_rms_epsilon", c.rms_eps);
+  w.set_float32("llama.rope.freq_base", c.rope_theta);
+  w.set_uint32("llama.vocab_size", uint32_t(c.vocab_size));
+  const std::vector<float>& p = model.params();
+  for (const ParamTensor& t : model.layout()) {
+    const std::vector<int64_t> dims =
+        t.is_norm() ? std::vector<int64_t>{t.cols} : std::vector<int64_t>{t.cols, t.rows};
+    w.add_tensor(t.name, DType::F32, dims, p.data() + t.offset, size_t(t.size()) * 4);
+  }
+  if (state) {
+    if (state->m.size() != p.size() || state->v.size() != p.size())
+      throw std::invalid_argument("save_model: optimizer state does not match the parameters");
+    w.set_uint64("shrike.train.step", uint64_t(state->step));
+    w.add_tensor("shrike.train.adam_m", DType::F32, {int64_t(p.size())}, state->m.data(),
+                 p.size() * 4);
+    w.add_tensor("shrike.train.adam_v", DType::F32, {int64_t(p.size())}, state->v.data(),
+                 p.size() * 4);
+  }
+  w.write(path);
+}
+
+TrainableFile load_trainable(const std::string& path) {
+  const auto f = gguf::GgufFile::open(path);
+  model::ModelConfig c = model::config_from_gguf(f);
+  TrainableFile out;
+  try {
+    out.model = std::make_unique<Transformer<float>>(c);
+  } catch (const std::invalid_argument& e) {
+    throw FileError(path + ": " + e.what());
+  }
+  if (!f.has("tokenizer.ggml.tokens")) throw FileError(path + ": the model has no tokenizer");
+  out.vocab = tokenizer::vocab_from_gguf(f);
+  std::vector<float>& p = out.model->params();
+  for (const ParamTensor& t : out.model->layout()) {
+    const gguf::TensorInfo* info = f.find_tensor(t.name);
+    if (!info) throw FileError(path + ": tensor '" + t.name + "' is missing");
+    const bool shape_ok = t.is_norm() ? info->dims == std::vector<int64_t>{t.cols}
+                                      : info->dims == std::vector<int64_t>{t.cols, t.rows};
+    if (!shape_ok) throw FileError(path + ": tensor '" + t.name + "' has the wrong shape");
+    const int64_t row_bytes = dtype_row_bytes(info->type, t.cols);
+    for (int64_t r = 0; r < t.rows; ++r)
+      dequantize_row(info->type, info->data + r * row_bytes, p.data() + t.offset + r * t.cols,
+                     t.cols);
+  }
+  if (f.has("shrike.train.step")) {
+    out.state.step = int64_t(f.get_uint("shrike.train.step"));
+    for (auto [name, dst] : {std::pair{"shrike.train.adam_m", &out.state.m},
+                             std::pair{"shrike.train.adam_v", &out.state.v}}) {
+      const gguf::TensorInfo* info = f.find_tensor(name);
+      if (!info || info->type != DType::F32 || info->elements() != int64_t(p.size()))
+        throw FileError(path + ": optimizer state '" + std::string(name) +
+                        "' is missing or does not match the model");
+      const float* src = reinterpret_cast<const float*>(info->data);
+      dst->assign(src, src + p.size());
+    }
+  }
+  return out;
+}
+
+}  // namespace shrike::train

@@ -1,0 +1,33 @@
+#include "train/presets.h"
+
+#include <stdexcept>
+
+namespace shrike::train {
+
+model::ModelConfig preset_config(const std::string& preset, int64_t vocab_size) {
+  model::ModelConfig c;
+  c.vocab_size = vocab_size;
+  c.context_length = 256;  // utterance + answer; the longest generated example is ~120 tokens
+  if (preset == "tiny") {
+    c.dim = 64, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 192;
+  } else if (preset == "small") {
+    c.dim = 128, c.n_layers = 4, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 384;
+  } else if (preset == "base") {
+    c.dim = 256, c.n_layers = 6, c.n_heads = 8, c.n_kv_heads = 4, c.ffn_dim = 768;
+  } else {
+    throw std::invalid_argument("unknown preset '" + preset + "' (tiny, small, base)");
+  }
+  c.head_dim = c.dim / c.n_heads;
+  c.rope_dims = c.head_dim;
+  c.validate();
+  return c;
+}
+
+std::string checkpoint_path_for(const std::string& model_path) {
+  const std::string ext = ".gguf";
+  if (model_path.size() > ext.size() && model_path.ends_with(ext))
+    return model_path.substr(0, model_path.size() - ext.size()) + ".ckpt.gguf";
+  return model_path + ".ckpt.gguf";
+}
+
+}  // namespace shrike::train

@@ -1,0 +1,164 @@
+#include "train/trainer.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+#include "train/task_eval.h"
+
+namespace shrike::train {
+namespace {
+
+uint64_t mix(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::string format_duration(double s) {
+  char buf[32];
+  const int64_t t = int64_t(s + 0.5);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", (long long)(t / 3600), (long long)(t / 60 % 60));
+  else
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(t / 60), (long long)(t % 60));
+  return buf;
+}
+
+}  // namespace
+
+std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& lengths,
+                                               int64_t batch_tokens, uint64_t seed, int64_t epoch) {
+  std::vector<int64_t> order(lengths.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = int64_t(i);
+  // Fisher-Yates with a counter-based generator: the same order on every platform.
+  uint64_t counter = mix(seed ^ mix(uint64_t(epoch) + 1));
+  for (size_t i = order.size(); i > 1; --i) {
+    const size_t j = size_t(mix(counter++) % i);
+    std::swap(order[i - 1], order[j]);
+  }
+  std::vector<std::vector<int64_t>> batches;
+  int64_t tokens = 0;
+  for (int64_t i : order) {
+    if (batches.empty() || tokens + lengths[size_t(i)] > batch_tokens) {
+      batches.emplace_back();
+      tokens = 0;
+    }
+    batches.back().push_back(i);
+    tokens += lengths[size_t(i)];
+  }
+  return batches;
+}
+
+void train_task(Transformer<float>& model, const tokenizer::Tokenizer& tok,
+                const std::vector<data::Example>& train, const std::vector<data::Example>& dev,
+                const TrainOptions& opt, OptimizerState& state, ThreadPool& pool,
+                const std::function<void(const EpochReport&)>& on_epoch) {
+  if (train.empty()) throw std::invalid_argument("train: no training examples");
+  if (opt.epochs < 1) throw std::invalid_argument("train: epochs must be at least 1");
+  const model::ModelConfig& c = model.config();
+  if (tok.n_vocab() != c.vocab_size)
+    throw std::invalid_argument("train: tokenizer and model vocabulary sizes differ");
+  if (opt.teacher && opt.teacher->config().vocab_size != c.vocab_size)
+    throw std::invalid_argument("distill: teacher and student vocabularies differ");
+
+  std::vector<TaskSequence> seqs;
+  std::vector<int64_t> lengths;
+  seqs.reserve(train.size());
+  for (const data::Example& ex : train) {
+    seqs.push_back(encode_task(tok, ex));
+    if (int64_t(seqs.back().tokens.size()) > c.context_length)
+      throw std::invalid_argument("train: an example of " +
+                                  std::to_string(seqs.back().tokens.size()) +
+                                  " tokens exceeds the context length " +
+                                  std::to_string(c.context_length) + ": \"" + ex.text + "\"");
+    lengths.push_back(int64_t(seqs.back().tokens.size()));
+  }
+  const int64_t steps_per_epoch =
+      int64_t(make_batches(lengths, opt.batch_tokens, opt.seed, 0).size());
+  const int64_t total_steps = steps_per_epoch * opt.epochs;
+  const int64_t warmup = std::max<int64_t>(1, int64_t(opt.warmup_fraction * double(total_steps)));
+  const std::vector<data::Example> dev_subset(
+      dev.begin(), dev.begin() + std::min<int64_t>(int64_t(dev.size()), opt.dev_limit));
+
+  Transformer<float>* teacher = const_cast<Transformer<float>*>(opt.teacher);
+  std::unique_ptr<Transformer<float>> teacher_copy;
+  if (teacher) {  // the teacher's forward keeps activations: work on a private copy
+    teacher_copy = std::make_unique<Transformer<float>>(*teacher);
+    teacher = teacher_copy.get();
+  }
+
+  // BLAS runs the matrix products on as many threads as the pool has.
+  openblas_set_num_threads(pool.size());
+  TokenBatch batch;
+  std::vector<float> d_logits, d_kl;
+  const auto t_start = std::chrono::steady_clock::now();
+  int64_t tokens_done = 0, steps_this_run = 0;
+  for (int64_t epoch = state.step / steps_per_epoch; epoch < opt.epochs; ++epoch) {
+    const auto batches = make_batches(lengths, opt.batch_tokens, opt.seed, epoch);
+    const auto t_epoch = std::chrono::steady_clock::now();
+    double loss_sum = 0;
+    int64_t loss_tokens = 0, epoch_tokens = 0;
+    for (int64_t b = state.step - epoch * steps_per_epoch; b < int64_t(batches.size()); ++b) {
+      batch.clear();
+      for (int64_t i : batches[size_t(b)])
+        batch.add(seqs[size_t(i)].tokens, seqs[size_t(i)].targets);
+      model.zero_grads();
+      const std::vector<float>& logits = model.forward(batch, pool);
+      const int64_t M = model.n_target_rows();
+      d_logits.resize(logits.size());
+      const double scale = 1.0 / double(std::max<int64_t>(1, M));
+      double ce = cross_entropy(d_logits.data(), logits.data(), model.target_ids().data(), M,
+                                c.vocab_size, scale * (teacher ? 1.0 - opt.alpha : 1.0), pool);
+      double loss = ce * (teacher ? 1.0 - opt.alpha : 1.0);
+      if (teacher) {
+        const std::vector<float>& t_logits = teacher->forward(batch, pool);
+        d_kl.resize(logits.size());
+        const double kl = kl_distill(d_kl.data(), logits.data(), t_logits.data(), nullptr, M,
+                                     c.vocab_size, opt.temp, scale * opt.alpha, pool);
+        for (size_t i = 0; i < d_logits.size(); ++i) d_logits[i] += d_kl[i];
+        loss += opt.alpha * kl;
+      }
+      model.backward(d_logits.data(), pool);
+      clip_grad_norm(model.grads(), opt.grad_clip);
+      const double lr = learning_rate(state.step, total_steps, warmup, opt.lr, opt.min_lr_fraction);
+      adamw_step(model.params(), model.grads(), model.layout(), state, lr, opt.adamw, pool);
+      loss_sum += loss;
+      loss_tokens += M;
+      epoch_tokens += int64_t(batch.tokens.size());
+      tokens_done += int64_t(batch.tokens.size());
+      if (opt.progress) {
+        const double elapsed =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+        const double tps = double(tokens_done) / std::max(1e-9, elapsed);
+        const double steps_left = double(total_steps - state.step);
+        const double sec_per_step = elapsed / double(++steps_this_run);
+        std::fprintf(stderr,
+                     "\repoch %lld/%lld step %lld/%lld loss %.4f lr %.2e %.0f tok/s ETA %s   ",
+                     (long long)(epoch + 1), (long long)opt.epochs, (long long)state.step,
+                     (long long)total_steps, loss_sum / double(std::max<int64_t>(1, loss_tokens)),
+                     lr, tps, format_duration(steps_left * sec_per_step).c_str());
+      }
+    }
+    EpochReport r;
+    r.epoch = epoch + 1;
+    r.train_loss = loss_sum / double(std::max<int64_t>(1, loss_tokens));
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count();
+    r.tokens_per_second = double(epoch_tokens) / std::max(1e-9, r.seconds);
+    if (!dev_subset.empty()) {
+      const auto m = to_inference_model(model);
+      r.dev = data::score_task(dev_subset, predict_task(*m, tok, dev_subset, pool));
+    }
+    if (opt.progress) std::fprintf(stderr, "\n");
+    if (!opt.checkpoint_path.empty())
+      save_model(model, tok.vocab(), opt.model_name, opt.checkpoint_path, &state);
+    if (on_epoch) on_epoch(r);
+  }
+}
+
+}  // namespace shrike::train

@@ -1,0 +1,281 @@
+#include "train/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace shrike::train {
+
+std::vector<ParamTensor> param_layout(const model::ModelConfig& c) {
+  c.validate();
+  if (c.qkv_bias) throw std::invalid_argument("train: models with q/k/v biases are not supported");
+  if (c.rope_dims != c.head_dim)
+    throw std::invalid_argument("train: partial rotary embeddings are not supported");
+  if (!c.rope_freq_factors.empty())
+    throw std::invalid_argument("train: rope frequency factors are not supported");
+  if (c.rope_layout != kernels::RopeLayout::Adjacent)
+    throw std::invalid_argument("train: only the adjacent-pair (llama) rotary layout is supported");
+  std::vector<ParamTensor> out;
+  int64_t offset = 0;
+  auto add = [&](std::string name, int64_t rows, int64_t cols) {
+    out.push_back({std::move(name), offset, rows, cols});
+    offset += rows * cols;
+  };
+  add("token_embd.weight", c.vocab_size, c.dim);
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    add(p + "attn_norm.weight", 1, c.dim);
+    add(p + "attn_q.weight", c.q_dim(), c.dim);
+    add(p + "attn_k.weight", c.kv_dim(), c.dim);
+    add(p + "attn_v.weight", c.kv_dim(), c.dim);
+    add(p + "attn_output.weight", c.dim, c.q_dim());
+    add(p + "ffn_norm.weight", 1, c.dim);
+    add(p + "ffn_gate.weight", c.ffn_dim, c.dim);
+    add(p + "ffn_up.weight", c.ffn_dim, c.dim);
+    add(p + "ffn_down.weight", c.dim, c.ffn_dim);
+  }
+  add("output_norm.weight", 1, c.dim);
+  if (!c.tied_output) add("output.weight", c.vocab_size, c.dim);
+  return out;
+}
+
+int64_t param_count(const std::vector<ParamTensor>& layout) {
+  return layout.empty() ? 0 : layout.back().offset + layout.back().size();
+}
+
+int64_t body_param_count(const model::ModelConfig& c) {
+  return param_count(param_layout(c)) - c.vocab_size * c.dim * (c.tied_output ? 1 : 2);
+}
+
+void TokenBatch::add(const std::vector<int32_t>& seq, const std::vector<int32_t>& seq_targets) {
+  if (seq.size() != seq_targets.size())
+    throw std::invalid_argument("TokenBatch::add: tokens and targets differ in length");
+  spans.push_back({int64_t(tokens.size()), int64_t(seq.size())});
+  tokens.insert(tokens.end(), seq.begin(), seq.end());
+  targets.insert(targets.end(), seq_targets.begin(), seq_targets.end());
+}
+
+template <class T>
+Transformer<T>::Transformer(model::ModelConfig config)
+    : config_(std::move(config)), layout_(param_layout(config_)) {
+  params_.assign(size_t(param_count(layout_)), T(0));
+  grads_.assign(params_.size(), T(0));
+}
+
+template <class T>
+const ParamTensor& Transformer<T>::tensor(const std::string& name) const {
+  for (const ParamTensor& t : layout_)
+    if (t.name == name) return t;
+  throw std::out_of_range("train: no parameter named " + name);
+}
+
+template <class T>
+T* Transformer<T>::param(const std::string& name) {
+  return params_.data() + tensor(name).offset;
+}
+
+template <class T>
+typename Transformer<T>::LayerPtrs Transformer<T>::layer_ptrs(std::vector<T>& base, int64_t l) {
+  // The layout is fixed: 9 tensors per layer after the embedding.
+  const size_t i = 1 + size_t(l) * 9;
+  auto at = [&](size_t k) { return base.data() + layout_[i + k].offset; };
+  return {at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(8)};
+}
+
+template <class T>
+const T* Transformer<T>::output_weight(const std::vector<T>& base) const {
+  return base.data() + (config_.tied_output ? layout_.front().offset : layout_.back().offset);
+}
+
+namespace {
+// splitmix64 + Box-Muller: reproducible across platforms.
+struct NormalRng {
+  uint64_t s;
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return (double(next() >> 11) + 0.5) / double(1ull << 53); }
+  double normal() {
+    return std::sqrt(-2.0 * std::log(uniform())) * std::cos(6.283185307179586 * uniform());
+  }
+};
+}  // namespace
+
+template <class T>
+void Transformer<T>::init_random(uint64_t seed) {
+  NormalRng rng{seed};
+  const double residual_scale = 1.0 / std::sqrt(2.0 * double(config_.n_layers));
+  for (const ParamTensor& t : layout_) {
+    T* p = params_.data() + t.offset;
+    if (t.is_norm()) {
+      std::fill(p, p + t.size(), T(1));
+      continue;
+    }
+    const bool residual_out =
+        t.name.ends_with("attn_output.weight") || t.name.ends_with("ffn_down.weight");
+    const double sd = 0.02 * (residual_out ? residual_scale : 1.0);
+    for (int64_t i = 0; i < t.size(); ++i) p[i] = T(sd * rng.normal());
+  }
+}
+
+template <class T>
+void Transformer<T>::zero_grads() {
+  std::fill(grads_.begin(), grads_.end(), T(0));
+}
+
+template <class T>
+const std::vector<T>& Transformer<T>::forward(const TokenBatch& batch, ThreadPool& pool) {
+  const model::ModelConfig& c = config_;
+  const int64_t N = int64_t(batch.tokens.size());
+  const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), ffn = c.ffn_dim;
+  const Span* spans = batch.spans.data();
+  const int64_t n_spans = int64_t(batch.spans.size());
+  for (int32_t t : batch.tokens)
+    if (t < 0 || t >= c.vocab_size)
+      throw std::out_of_range("train: token id " + std::to_string(t) + " outside the vocabulary");
+  batch_ = &batch;
+
+  x_.resize(size_t(c.n_layers + 1));
+  acts_.resize(size_t(c.n_layers));
+  for (auto& x : x_) x.resize(size_t(N * dim));
+  embedding_forward(x_[0].data(), batch.tokens.data(), params_.data(), N, dim);
+
+  for (int64_t l = 0; l < c.n_layers; ++l) {
+    const LayerPtrs w = layer_ptrs(params_, l);
+    LayerActs& a = acts_[size_t(l)];
+    const T* x = x_[size_t(l)].data();
+    a.xn1.resize(size_t(N * dim));
+    a.rstd1.resize(size_t(N));
+    a.q.resize(size_t(N * qd));
+    a.k.resize(size_t(N * kvd));
+    a.v.resize(size_t(N * kvd));
+    a.probs.resize(size_t(attention_probs_size(spans, n_spans, c.n_heads)));
+    a.att.resize(size_t(N * qd));
+    a.x_mid.resize(size_t(N * dim));
+    a.xn2.resize(size_t(N * dim));
+    a.rstd2.resize(size_t(N));
+    a.gate.resize(size_t(N * ffn));
+    a.up.resize(size_t(N * ffn));
+    a.act.resize(size_t(N * ffn));
+
+    rmsnorm_forward(a.xn1.data(), a.rstd1.data(), x, w.attn_norm, N, dim, c.rms_eps, pool);
+    linear_forward<T>(a.q.data(), a.xn1.data(), w.wq, nullptr, N, dim, qd);
+    linear_forward<T>(a.k.data(), a.xn1.data(), w.wk, nullptr, N, dim, kvd);
+    linear_forward<T>(a.v.data(), a.xn1.data(), w.wv, nullptr, N, dim, kvd);
+    rope_forward(a.q.data(), spans, n_spans, c.n_heads, c.head_dim, c.rope_theta, pool);
+    rope_forward(a.k.data(), spans, n_spans, c.n_kv_heads, c.head_dim, c.rope_theta, pool);
+    attention_forward(a.att.data(), a.probs.data(), a.q.data(), a.k.data(), a.v.data(), spans,
+                      n_spans, c.n_heads, c.n_kv_heads, c.head_dim, pool);
+    linear_forward<T>(a.x_mid.data(), a.att.data(), w.wo, nullptr, N, qd, dim);
+    for (int64_t i = 0; i < N * dim; ++i) a.x_mid[size_t(i)] += x[i];
+
+    rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.x_mid.data(), w.ffn_norm, N, dim, c.rms_eps,
+                    pool);
+    linear_forward<T>(a.gate.data(), a.xn2.data(), w.w_gate, nullptr, N, dim, ffn);
+    linear_forward<T>(a.up.data(), a.xn2.data(), w.w_up, nullptr, N, dim, ffn);
+    swiglu_forward(a.act.data(), a.gate.data(), a.up.data(), N * ffn, pool);
+    T* x_out = x_[size_t(l + 1)].data();
+    linear_forward<T>(x_out, a.act.data(), w.w_down, nullptr, N, ffn, dim);
+    for (int64_t i = 0; i < N * dim; ++i) x_out[i] += a.x_mid[size_t(i)];
+  }
+
+  const T* out_norm = params_.data() + layout_[layout_.size() - (c.tied_output ? 1 : 2)].offset;
+  xnf_.resize(size_t(N * dim));
+  rstdf_.resize(size_t(N));
+  rmsnorm_forward(xnf_.data(), rstdf_.data(), x_[size_t(c.n_layers)].data(), out_norm, N, dim,
+                  c.rms_eps, pool);
+  // Only rows that carry a loss need logits: the prompt's positions are skipped, which saves
+  // most of the output layer's work when the vocabulary is large relative to the model.
+  target_rows_.clear();
+  target_ids_.clear();
+  for (int64_t t = 0; t < N; ++t)
+    if (batch.targets[size_t(t)] >= 0) {
+      target_rows_.push_back(t);
+      target_ids_.push_back(batch.targets[size_t(t)]);
+    }
+  const int64_t M = int64_t(target_rows_.size());
+  rows_.resize(size_t(M * dim));
+  for (int64_t r = 0; r < M; ++r)
+    std::copy_n(xnf_.data() + target_rows_[size_t(r)] * dim, dim, rows_.data() + r * dim);
+  logits_.resize(size_t(M * c.vocab_size));
+  if (M > 0)
+    linear_forward<T>(logits_.data(), rows_.data(), output_weight(params_), nullptr, M, dim,
+                      c.vocab_size);
+  return logits_;
+}
+
+template <class T>
+void Transformer<T>::backward(const T* d_logits, ThreadPool& pool) {
+  if (!batch_) throw std::logic_error("train: backward() without forward()");
+  const model::ModelConfig& c = config_;
+  const TokenBatch& batch = *batch_;
+  const int64_t N = int64_t(batch.tokens.size());
+  const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), ffn = c.ffn_dim;
+  const Span* spans = batch.spans.data();
+  const int64_t n_spans = int64_t(batch.spans.size());
+  const int64_t M = int64_t(target_rows_.size());
+  auto zero = [](std::vector<T>& v, int64_t n) { v.assign(size_t(n), T(0)); };
+
+  // Output layer, then the final norm (its input gradient starts the residual stream's).
+  zero(d_rows_, M * dim);
+  T* g_out = grads_.data() + (c.tied_output ? layout_.front().offset : layout_.back().offset);
+  if (M > 0)
+    linear_backward<T>(d_rows_.data(), g_out, nullptr, d_logits, rows_.data(),
+                       output_weight(params_), M, dim, c.vocab_size);
+  zero(d_xn_, N * dim);
+  for (int64_t r = 0; r < M; ++r)
+    std::copy_n(d_rows_.data() + r * dim, dim, d_xn_.data() + target_rows_[size_t(r)] * dim);
+  const size_t norm_index = layout_.size() - (c.tied_output ? 1 : 2);
+  zero(dx_, N * dim);
+  rmsnorm_backward(dx_.data(), grads_.data() + layout_[norm_index].offset, d_xn_.data(),
+                   x_[size_t(c.n_layers)].data(), params_.data() + layout_[norm_index].offset,
+                   rstdf_.data(), N, dim, pool);
+
+  for (int64_t l = c.n_layers - 1; l >= 0; --l) {
+    const LayerPtrs w = layer_ptrs(params_, l);
+    const LayerPtrs g = layer_ptrs(grads_, l);
+    const LayerActs& a = acts_[size_t(l)];
+    // dx holds d x_{l+1} = d x_mid (skip) + the FFN branch's contribution.
+    zero(d_act_, N * ffn);
+    linear_backward<T>(d_act_.data(), g.w_down, nullptr, dx_.data(), a.act.data(), w.w_down, N, ffn,
+                       dim);
+    d_gate_.resize(size_t(N * ffn));
+    d_up_.resize(size_t(N * ffn));
+    swiglu_backward(d_gate_.data(), d_up_.data(), d_act_.data(), a.gate.data(), a.up.data(),
+                    N * ffn, pool);
+    zero(d_xn_, N * dim);
+    linear_backward<T>(d_xn_.data(), g.w_gate, nullptr, d_gate_.data(), a.xn2.data(), w.w_gate, N,
+                       dim, ffn);
+    linear_backward<T>(d_xn_.data(), g.w_up, nullptr, d_up_.data(), a.xn2.data(), w.w_up, N, dim,
+                       ffn);
+    rmsnorm_backward(dx_.data(), g.ffn_norm, d_xn_.data(), a.x_mid.data(), w.ffn_norm,
+                     a.rstd2.data(), N, dim, pool);
+
+    // dx now holds d x_mid = d x_l (skip) + the attention branch's contribution.
+    zero(d_att_, N * qd);
+    linear_backward<T>(d_att_.data(), g.wo, nullptr, dx_.data(), a.att.data(), w.wo, N, qd, dim);
+    dq_.resize(size_t(N * qd));
+    dk_.resize(size_t(N * kvd));
+    dv_.resize(size_t(N * kvd));
+    attention_backward(dq_.data(), dk_.data(), dv_.data(), d_att_.data(), a.q.data(), a.k.data(),
+                       a.v.data(), a.probs.data(), spans, n_spans, c.n_heads, c.n_kv_heads,
+                       c.head_dim, pool);
+    rope_backward(dq_.data(), spans, n_spans, c.n_heads, c.head_dim, c.rope_theta, pool);
+    rope_backward(dk_.data(), spans, n_spans, c.n_kv_heads, c.head_dim, c.rope_theta, pool);
+    zero(d_xn_, N * dim);
+    linear_backward<T>(d_xn_.data(), g.wq, nullptr, dq_.data(), a.xn1.data(), w.wq, N, dim, qd);
+    linear_backward<T>(d_xn_.data(), g.wk, nullptr, dk_.data(), a.xn1.data(), w.wk, N, dim, kvd);
+    linear_backward<T>(d_xn_.data(), g.wv, nullptr, dv_.data(), a.xn1.data(), w.wv, N, dim, kvd);
+    rmsnorm_backward(dx_.data(), g.attn_norm, d_xn_.data(), x_[size_t(l)].data(), w.attn_norm,
+                     a.rstd1.data(), N, dim, pool);
+  }
+  embedding_backward(grads_.data(), batch.tokens.data(), dx_.data(), N, dim);
+}
+
+template class Transformer<float>;
+template class Transformer<double>;
+
+}  // namespace shrike::train

@@ -1,0 +1,99 @@
+// The trainable form of a Llama decoder: every parameter in one flat array (so the optimizer,
+// gradient clipping and checkpoints treat them alike), with the same shapes and GGUF names as
+// the inference model's ModelConfig, pruned shapes included (n_heads * head_dim may differ from
+// dim). Forward keeps every activation the backward pass needs; backward accumulates gradients.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "model/config.h"
+#include "train/ops.h"
+
+namespace shrike::train {
+
+// One named tensor inside the flat parameter array.
+struct ParamTensor {
+  std::string name;  // GGUF name: "token_embd.weight", "blk.3.ffn_up.weight", ...
+  int64_t offset = 0;
+  int64_t rows = 0, cols = 0;  // vectors have rows == 1
+  bool is_norm() const { return rows == 1; }
+  int64_t size() const { return rows * cols; }
+};
+
+// Tensors in GGUF order for config c (llama architecture, no biases; tied output when
+// c.tied_output). Throws std::invalid_argument for shapes the trainer does not support
+// (qkv biases, partial rotary, rope frequency factors).
+std::vector<ParamTensor> param_layout(const model::ModelConfig& c);
+int64_t param_count(const std::vector<ParamTensor>& layout);
+// Parameters outside the token embedding and output matrix (what pruning shrinks).
+int64_t body_param_count(const model::ModelConfig& c);
+
+// A ragged batch of sequences for training: tokens concatenated, targets[t] the id to predict
+// at token t (-1: no loss there). Spans give each sequence's tokens.
+struct TokenBatch {
+  std::vector<int32_t> tokens, targets;
+  std::vector<Span> spans;
+  void clear() { tokens.clear(), targets.clear(), spans.clear(); }
+  void add(const std::vector<int32_t>& seq, const std::vector<int32_t>& seq_targets);
+};
+
+template <class T>
+class Transformer {
+ public:
+  explicit Transformer(model::ModelConfig config);
+
+  const model::ModelConfig& config() const { return config_; }
+  const std::vector<ParamTensor>& layout() const { return layout_; }
+  std::vector<T>& params() { return params_; }
+  const std::vector<T>& params() const { return params_; }
+  std::vector<T>& grads() { return grads_; }
+  T* param(const std::string& name);  // throws std::out_of_range for an unknown name
+  const ParamTensor& tensor(const std::string& name) const;
+
+  // Llama-style initialisation: norms 1, matrices N(0, 0.02) with residual output projections
+  // scaled by 1/sqrt(2 * n_layers) (GPT-2), deterministic for the seed.
+  void init_random(uint64_t seed);
+  void zero_grads();
+
+  // Runs the batch and returns the logits of the rows whose target is >= 0, in token order:
+  // [n_target_rows][vocab]. Activations are kept for backward().
+  const std::vector<T>& forward(const TokenBatch& batch, ThreadPool& pool);
+  int64_t n_target_rows() const { return int64_t(target_rows_.size()); }
+  const std::vector<int32_t>& target_ids() const { return target_ids_; }
+
+  // Activations of one layer in the last forward call (pruning reads them as calibration).
+  struct LayerActs {
+    std::vector<T> xn1, rstd1, q, k, v, probs, att, x_mid, xn2, rstd2, gate, up, act;
+  };
+  const LayerActs& layer_activations(int64_t l) const { return acts_[size_t(l)]; }
+  // The residual stream entering layer l (l == n_layers: after the last layer).
+  const std::vector<T>& residual(int64_t l) const { return x_[size_t(l)]; }
+
+  // Back-propagates d_logits ([n_target_rows][vocab], for the last forward) into grads().
+  void backward(const T* d_logits, ThreadPool& pool);
+
+ private:
+  struct LayerPtrs {
+    T *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w_gate, *w_up, *w_down;
+  };
+  LayerPtrs layer_ptrs(std::vector<T>& base, int64_t l);
+  const T* output_weight(const std::vector<T>& base) const;
+
+  model::ModelConfig config_;
+  std::vector<ParamTensor> layout_;
+  std::vector<T> params_, grads_;
+  // Activations of the last forward call.
+  const TokenBatch* batch_ = nullptr;
+  std::vector<std::vector<T>> x_;  // x_[l]: residual stream entering layer l; x_[n_layers]: final
+  std::vector<LayerActs> acts_;
+  std::vector<T> xnf_, rstdf_, rows_, logits_;
+  std::vector<int64_t> target_rows_;
+  std::vector<int32_t> target_ids_;
+  // Backward scratch.
+  std::vector<T> dx_, d_rows_, d_xn_, d_att_, dq_, dk_, dv_, d_act_, d_gate_, d_up_;
+};
+
+}  // namespace shrike::train
