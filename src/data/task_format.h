@@ -1,1 +1,45 @@
-// placeholder
+// The intent/slot task as text: what the model reads (a fixed short instruction + the utterance)
+// and what it must generate (one compact JSON object). Training, distillation and eval all go
+// through these functions, so the format is defined once.
+//
+//   prompt: intent+slots: where is order SO123\n
+//   answer: {"intent":"order_status","slots":{"order_id":"SO123"}}
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "data/example.h"
+
+namespace shrike::data {
+
+// The instruction in front of every utterance. Short on purpose: every training example pays for
+// its tokens.
+inline constexpr std::string_view kTaskInstruction = "intent+slots: ";
+
+// kTaskInstruction + text + "\n". The final newline separates the utterance from the answer, so
+// line breaks inside the text become spaces: the separator is then the prompt's only newline.
+// The trainer tokenizes prompt (with BOS) and answer (with EOS) separately and concatenates them.
+std::string task_prompt(std::string_view text);
+
+// {"intent":...,"slots":{...}} with no spaces, slot names in std::map order, UTF-8 written raw
+// (only '"', '\\' and control characters are escaped; invalid UTF-8 becomes U+FFFD).
+std::string task_answer(const Example& example);
+
+struct TaskPrediction {
+  bool parsed = false;  // a complete JSON object with a string "intent" was found
+  std::string intent;   // also recovered, when possible, from output that did not parse
+  std::map<std::string, std::string> slots;
+};
+
+// Reads a model's output tolerantly: text before the first '{' and anything after the object that
+// it opens are ignored. parsed is true when that object is valid JSON with a string "intent" and
+// "slots" absent, null or an object. Slot values that are strings are kept; numbers and booleans
+// are kept as their JSON text (5 -> "5", true -> "true"); null, arrays and objects are dropped.
+// When the object is malformed or truncated (output cut at the token limit), parsed is false and
+// intent holds the value of a complete "intent": "..." pair found in the text, if any; slots stay
+// empty.
+TaskPrediction parse_task_answer(std::string_view generated);
+
+}  // namespace shrike::data
