@@ -1,1 +1,418 @@
-// placeholder
+#include "tokenizer/bpe_trainer.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <stdexcept>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "gguf/gguf.h"
+#include "tokenizer/hf_tokenizer.h"
+
+namespace shrike::tokenizer {
+namespace {
+
+constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
+constexpr int32_t kSpaceMarkerCp = 0x2581;
+
+// One UTF-8 character at s[i]: its length as SpmModel splits text (1 for a byte that does not
+// start a well-formed sequence) and its code point, or -1 when the bytes are not valid UTF-8
+// (also overlong forms, surrogates, > U+10FFFF). Invalid characters never become pieces: GGUF
+// readers expect UTF-8, and the byte fallback covers them.
+struct Char {
+  size_t len;
+  int32_t cp;
+};
+
+Char char_at(std::string_view s, size_t i) {
+  const auto c = uint8_t(s[i]);
+  const size_t n = c < 0x80           ? 1
+                   : (c >> 5) == 0x6  ? 2
+                   : (c >> 4) == 0xE  ? 3
+                   : (c >> 3) == 0x1E ? 4
+                                      : 0;
+  if (n == 0 || i + n > s.size()) return {1, -1};
+  uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1Fu : n == 3 ? c & 0x0Fu : c & 0x07u;
+  for (size_t k = 1; k < n; ++k) {
+    const auto b = uint8_t(s[i + k]);
+    if ((b & 0xC0) != 0x80) return {1, -1};
+    cp = (cp << 6) | (b & 0x3Fu);
+  }
+  static constexpr uint32_t kMinCp[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMinCp[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {n, -1};
+  return {n, int32_t(cp)};
+}
+
+// Character classes merges may not cross (see the header). kMarker ("▁") joins what follows.
+enum class Script { Marker, Digit, Cjk, Punct, Other };
+
+Script script_of(int32_t cp) {
+  if (cp == kSpaceMarkerCp) return Script::Marker;
+  if (cp >= '0' && cp <= '9') return Script::Digit;
+  if (cp < 0x80)
+    return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ? Script::Other : Script::Punct;
+  const bool cjk = (cp >= 0x1100 && cp <= 0x11FF) ||  // Hangul Jamo
+                   (cp >= 0x2E80 && cp <= 0x2FDF) ||  // CJK radicals, Kangxi radicals
+                   (cp >= 0x3000 && cp <= 0x9FFF) ||  // CJK punctuation, kana, ..., Han
+                   (cp >= 0xA960 && cp <= 0xA97F) ||  // Hangul Jamo extended
+                   (cp >= 0xAC00 && cp <= 0xD7FF) ||  // Hangul syllables
+                   (cp >= 0xF900 && cp <= 0xFAFF) ||  // CJK compatibility ideographs
+                   (cp >= 0xFE30 && cp <= 0xFE4F) ||  // CJK compatibility forms
+                   (cp >= 0xFF00 && cp <= 0xFFEF) ||  // full-width and half-width forms
+                   (cp >= 0x20000 && cp <= 0x3FFFF);  // Han extensions
+  return cjk ? Script::Cjk : Script::Other;
+}
+
+// The text between user-defined tokens, found leftmost-longest as Tokenizer::encode finds them.
+std::vector<std::string_view> fragments(std::string_view text,
+                                        const std::vector<std::string>& longest_first) {
+  std::vector<std::string_view> out;
+  size_t start = 0;
+  for (size_t i = 0; i < text.size() && !longest_first.empty();) {
+    size_t hit = 0;
+    for (const std::string& t : longest_first)
+      if (text.compare(i, t.size(), t) == 0) {
+        hit = t.size();
+        break;
+      }
+    if (hit == 0) {
+      ++i;
+      continue;
+    }
+    if (i > start) out.push_back(text.substr(start, i - start));
+    i += hit;
+    start = i;
+  }
+  if (start < text.size()) out.push_back(text.substr(start));
+  return out;
+}
+
+// SpmModel::encode's normalisation and word split: dummy prefix, ' ' -> "▁", a cut before each
+// "▁" that follows another character.
+void count_words(std::string_view text, std::unordered_map<std::string, int64_t>& words) {
+  std::string s(kSpaceMarker);
+  for (char c : text) {
+    if (c == ' ')
+      s.append(kSpaceMarker);
+    else
+      s.push_back(c);
+  }
+  const std::string_view sv(s);
+  size_t start = 0;
+  for (size_t i = 3; i + 3 <= sv.size(); ++i) {
+    if (sv.substr(i, 3) == kSpaceMarker && sv.substr(i - 3, 3) != kSpaceMarker && i > start) {
+      ++words[std::string(sv.substr(start, i - start))];
+      start = i;
+    }
+  }
+  ++words[std::string(sv.substr(start))];
+}
+
+uint64_t pair_key(int32_t a, int32_t b) {
+  return uint64_t(uint32_t(a)) << 32 | uint32_t(b);
+}
+
+// BPE over segments (runs of symbols merges may join), with exact pair counts kept up to date
+// incrementally: a merge revisits only the segments that hold the pair (`where`), and a lazy
+// max-heap holds every pair's current count (entries whose count changed since are skipped).
+class Merger {
+ public:
+  Merger(std::vector<std::string> chars, const BpeTrainOptions& opt,
+         std::unordered_set<std::string> reserved)
+      : opt_(opt), reserved_(std::move(reserved)) {
+    for (std::string& c : chars) {
+      ids_.emplace(c, int32_t(str_.size()));
+      str_.push_back(std::move(c));
+      n_chars_.push_back(1);
+    }
+  }
+
+  int32_t id_of(const std::string& piece) const {
+    const auto it = ids_.find(piece);
+    return it == ids_.end() ? -1 : it->second;
+  }
+
+  void add_segment(const std::vector<int32_t>& seq, int64_t freq) {
+    std::string key;
+    for (int32_t id : seq) key += str_[id];
+    const auto [it, fresh] = seg_index_.emplace(std::move(key), int32_t(segs_.size()));
+    if (!fresh) {
+      freq_[it->second] += freq;
+      return;
+    }
+    segs_.push_back(seq);
+    freq_.push_back(freq);
+  }
+
+  // Merges until `budget` new pieces exist or no pair occurs min_frequency times; returns the
+  // new pieces in merge order.
+  std::vector<std::string> run(size_t budget) {
+    for (int32_t si = 0; si < int32_t(segs_.size()); ++si) {
+      const std::vector<int32_t>& seq = segs_[si];
+      for (size_t i = 0; i + 1 < seq.size(); ++i) add_pair(seq[i], seq[i + 1], freq_[si], si);
+    }
+    for (const auto& [key, count] : delta_)
+      if (count > 0) {
+        count_[key] = count;
+        push(count, key);
+      }
+    delta_.clear();
+
+    std::vector<std::string> merged;
+    std::vector<uint32_t> seen(segs_.size(), 0);
+    for (uint32_t step = 1; merged.size() < budget && !heap_.empty(); ++step) {
+      std::pop_heap(heap_.begin(), heap_.end(), worse());
+      const Entry e = heap_.back();
+      heap_.pop_back();
+      const uint64_t key = pair_key(e.a, e.b);
+      const auto it = count_.find(key);
+      if (it == count_.end() || it->second != e.count) continue;  // stale entry
+      if (e.count < opt_.min_frequency) break;
+      std::string piece = str_[e.a] + str_[e.b];
+      if (reserved_.count(piece)) {  // would duplicate a special, byte or user-defined piece
+        banned_.insert(key);
+        count_.erase(it);
+        where_.erase(key);
+        continue;
+      }
+      int32_t c = id_of(piece);
+      if (c < 0) {  // else another split of the same string already made it: reuse the symbol
+        c = int32_t(str_.size());
+        ids_.emplace(piece, c);
+        str_.push_back(piece);
+        n_chars_.push_back(n_chars_[e.a] + n_chars_[e.b]);
+        merged.push_back(std::move(piece));
+      }
+      std::vector<int32_t> holders = std::move(where_[key]);
+      where_.erase(key);
+      for (int32_t si : holders) {
+        if (seen[si] == step) continue;
+        seen[si] = step;
+        replace(si, e.a, e.b, c);
+      }
+      for (const auto& [k, d] : delta_) {
+        if (d == 0) continue;
+        int64_t& n = count_[k];
+        n += d;
+        if (n <= 0)
+          count_.erase(k);
+        else
+          push(n, k);
+      }
+      delta_.clear();
+    }
+    return merged;
+  }
+
+ private:
+  struct Entry {
+    int64_t count;
+    int32_t a, b;
+  };
+
+  // Heap order: higher count first; on equal counts the lexicographically smaller pair.
+  struct Worse {
+    const std::vector<std::string>* str;
+    bool operator()(const Entry& x, const Entry& y) const {
+      if (x.count != y.count) return x.count < y.count;
+      const int c = (*str)[x.a].compare((*str)[y.a]);
+      return c != 0 ? c > 0 : (*str)[x.b].compare((*str)[y.b]) > 0;
+    }
+  };
+  Worse worse() const { return {&str_}; }
+
+  void push(int64_t count, uint64_t key) {
+    heap_.push_back({count, int32_t(key >> 32), int32_t(uint32_t(key))});
+    std::push_heap(heap_.begin(), heap_.end(), worse());
+  }
+
+  // Records a count change of pair (a, b) in segment si (only pairs short enough to merge).
+  void add_pair(int32_t a, int32_t b, int64_t d, int32_t si) {
+    if (n_chars_[a] + n_chars_[b] > opt_.max_piece_chars) return;
+    const uint64_t key = pair_key(a, b);
+    if (banned_.count(key)) return;
+    delta_[key] += d;
+    if (d > 0) {
+      std::vector<int32_t>& w = where_[key];
+      if (w.empty() || w.back() != si) w.push_back(si);
+    }
+  }
+
+  // Replaces each (a, b) in segment si left to right by c, in place, recording only the pairs
+  // that change: around an occurrence, (x, a) becomes (x', c) (x' is x merged itself when the
+  // previous occurrence ends there) and (b, y) becomes (c, y) unless y starts the next
+  // occurrence, whose left side then counts that pair once.
+  void replace(int32_t si, int32_t a, int32_t b, int32_t c) {
+    std::vector<int32_t>& seq = segs_[si];
+    const int64_t f = freq_[si];
+    const size_t n = seq.size();
+    auto at = [&](size_t i) { return i + 1 < n && seq[i] == a && seq[i + 1] == b; };
+    size_t w = 0;  // seq[0, w) is the merged sequence so far; the reads stay at or ahead of it
+    for (size_t i = 0; i < n;) {
+      if (!at(i)) {
+        seq[w++] = seq[i++];
+        continue;
+      }
+      if (i > 0) {
+        add_pair(seq[i - 1], a, -f, si);
+        add_pair(seq[w - 1], c, f, si);
+      }
+      add_pair(a, b, -f, si);
+      if (i + 2 < n && !at(i + 2)) {
+        add_pair(b, seq[i + 2], -f, si);
+        add_pair(c, seq[i + 2], f, si);
+      }
+      seq[w++] = c;
+      i += 2;
+    }
+    seq.resize(w);
+  }
+
+  const BpeTrainOptions& opt_;
+  const std::unordered_set<std::string> reserved_;
+  std::vector<std::string> str_;  // symbol id -> piece
+  std::vector<int32_t> n_chars_;  // symbol id -> characters in it
+  std::unordered_map<std::string, int32_t> ids_;
+  std::vector<std::vector<int32_t>> segs_;
+  std::vector<int64_t> freq_;
+  std::unordered_map<std::string, int32_t> seg_index_;
+  std::unordered_map<uint64_t, int64_t> count_;               // pairs with a positive count
+  std::unordered_map<uint64_t, std::vector<int32_t>> where_;  // segments that held the pair
+  std::unordered_map<uint64_t, int64_t> delta_;               // count changes of one step
+  std::unordered_set<uint64_t> banned_;
+  std::vector<Entry> heap_;
+};
+
+std::string byte_piece(int b) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+  return buf;
+}
+
+}  // namespace
+
+Vocab train_bpe(const std::vector<std::string>& texts, const BpeTrainOptions& opt) {
+  if (opt.min_frequency < 1)
+    throw std::invalid_argument("train_bpe: min_frequency must be at least 1, got " +
+                                std::to_string(opt.min_frequency));
+  if (opt.max_piece_chars < 1)
+    throw std::invalid_argument("train_bpe: max_piece_chars must be at least 1, got " +
+                                std::to_string(opt.max_piece_chars));
+
+  // Special and byte pieces, and the user-defined tokens after them.
+  std::vector<std::string> fixed = {"<unk>", "<s>", "</s>"};
+  for (int b = 0; b < 256; ++b) fixed.push_back(byte_piece(b));
+  std::unordered_set<std::string> reserved(fixed.begin(), fixed.end());
+  for (const std::string& t : opt.user_defined) {
+    if (t.empty()) throw std::invalid_argument("train_bpe: empty user-defined token");
+    if (!reserved.insert(t).second)
+      throw std::invalid_argument("train_bpe: user-defined token '" + t +
+                                  "' is repeated or is a special or byte piece");
+  }
+  std::vector<std::string> longest_first = opt.user_defined;
+  std::stable_sort(longest_first.begin(), longest_first.end(),
+                   [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+
+  std::unordered_map<std::string, int64_t> word_freq;
+  for (const std::string& text : texts)
+    for (std::string_view frag : fragments(text, longest_first)) count_words(frag, word_freq);
+  if (word_freq.empty()) throw std::invalid_argument("train_bpe: no text to train on");
+  // Sorted, so that everything below (segment order included) is independent of hashing.
+  std::vector<std::pair<std::string, int64_t>> words(word_freq.begin(), word_freq.end());
+  std::sort(words.begin(), words.end());
+
+  // Characters: valid UTF-8 seen at least min_frequency times, most frequent first.
+  std::unordered_map<std::string, int64_t> char_freq;
+  for (const auto& [w, f] : words)
+    for (size_t i = 0; i < w.size();) {
+      const Char ch = char_at(w, i);
+      if (ch.cp >= 0) char_freq[w.substr(i, ch.len)] += f;
+      i += ch.len;
+    }
+  std::vector<std::pair<std::string, int64_t>> kept;
+  for (const auto& cf : char_freq)
+    if (cf.second >= opt.min_frequency) kept.push_back(cf);
+  std::sort(kept.begin(), kept.end(), [](const auto& x, const auto& y) {
+    return x.second != y.second ? x.second > y.second : x.first < y.first;
+  });
+  const size_t n_fixed = fixed.size() + opt.user_defined.size();
+  const size_t minimum = n_fixed + kept.size();
+  if (opt.vocab_size < 0 || size_t(opt.vocab_size) < minimum)
+    throw std::invalid_argument(
+        "train_bpe: vocab_size " + std::to_string(opt.vocab_size) + " is too small: at least " +
+        std::to_string(minimum) + " needed (3 special + 256 byte + " +
+        std::to_string(opt.user_defined.size()) + " user-defined pieces + " +
+        std::to_string(kept.size()) + " characters seen at least " +
+        std::to_string(opt.min_frequency) + " times; raise min_frequency to keep fewer)");
+
+  std::vector<std::string> chars;
+  for (const auto& cf : kept) chars.push_back(cf.first);
+  Merger merger(chars, opt, reserved);
+
+  // Segments: the runs of kept characters inside a word that merges may join.
+  std::vector<int32_t> seg;
+  Script seg_script = Script::Marker;  // Marker: no character fixed the run's script yet
+  auto flush = [&](int64_t f) {
+    if (seg.size() >= 2) merger.add_segment(seg, f);
+    seg.clear();
+    seg_script = Script::Marker;
+  };
+  for (const auto& [w, f] : words) {
+    for (size_t i = 0; i < w.size();) {
+      const Char ch = char_at(w, i);
+      const int32_t id = ch.cp < 0 ? -1 : merger.id_of(w.substr(i, ch.len));
+      i += ch.len;
+      const Script s = ch.cp < 0 ? Script::Other : script_of(ch.cp);
+      if (id < 0 || (s == Script::Digit && opt.split_digits)) {
+        flush(f);  // unmergeable: byte fallback, or a digit that stays alone
+        continue;
+      }
+      if (s == Script::Marker ? seg_script != Script::Marker
+                              : seg_script != Script::Marker && seg_script != s)
+        flush(f);
+      seg.push_back(id);
+      if (s != Script::Marker) seg_script = s;
+    }
+    flush(f);
+  }
+
+  const std::vector<std::string> merged = merger.run(size_t(opt.vocab_size) - minimum);
+
+  Vocab v;
+  v.kind = VocabKind::Spm;
+  auto add = [&](std::string piece, float score, TokenType type) {
+    v.pieces.push_back(std::move(piece));
+    v.scores.push_back(score);
+    v.types.push_back(type);
+  };
+  add("<unk>", 0, TokenType::Unknown);
+  add("<s>", 0, TokenType::Control);
+  add("</s>", 0, TokenType::Control);
+  for (int b = 0; b < 256; ++b) add(byte_piece(b), 0, TokenType::Byte);
+  for (const std::string& t : opt.user_defined) add(t, 0, TokenType::UserDefined);
+  // Merged pieces score -(rank), so the encoder applies them in training order; characters
+  // score below every merge (they are never the result of merging two symbols of valid text).
+  const auto n_merged = float(merged.size());
+  for (size_t i = 0; i < chars.size(); ++i)
+    add(chars[i], -(n_merged + float(i)), TokenType::Normal);
+  for (size_t r = 0; r < merged.size(); ++r) add(merged[r], -float(r), TokenType::Normal);
+  v.unk_id = 0;
+  v.bos_id = 1;
+  v.eos_id = 2;
+  v.pad_id = -1;
+  v.add_bos = true;
+  v.add_eos = false;
+  v.add_space_prefix = true;
+  return v;
+}
+
+void write_tokenizer_gguf(const Vocab& v, const std::string& path) {
+  gguf::GgufWriter w;
+  w.set_string("general.name", "shrike BPE tokenizer, " + std::to_string(v.size()) + " tokens");
+  add_vocab_to_gguf(v, "", w);
+  w.write(path);
+}
+
+}  // namespace shrike::tokenizer
