@@ -6,7 +6,8 @@
 // differences). Backward functions ACCUMULATE (+=) into parameter gradients (d_weight, d_bias)
 // so that one buffer can collect a whole batch. Activation gradients are overwritten, except
 // where a function says it accumulates (linear and RMSNorm inputs, which feed several consumers
-// or sit on the residual stream). Shapes are in elements; N is the number of tokens of the (ragged) batch.
+// or sit on the residual stream). Shapes are in elements; N is the number of tokens of the (ragged)
+// batch.
 //
 // Work is split across the pool with a fixed partition, so results are the same bits for the
 // same thread count (training is deterministic for a seed).
@@ -20,7 +21,8 @@
 namespace shrike::train {
 
 // One sequence of a ragged batch: tokens [start, start + length) of the batch, at positions
-// 0..length-1, attending causally within itself only.
+// 0..length-1, attending causally within itself only. Spans must not overlap
+// (std::invalid_argument); rope and attention leave tokens in no span untouched.
 struct Span {
   int64_t start = 0, length = 0;
 };
@@ -30,13 +32,14 @@ struct Span {
 template <class T>
 void linear_forward(T* out, const T* in, const T* weight, const T* bias, int64_t N, int64_t in_dim,
                     int64_t out_dim);
-// d_in += d_out * weight (skipped when null); d_weight += d_out^T * in;
-// d_bias (when not null) += column sums of d_out.
+// d_in += d_out * weight (skipped when null); d_weight += d_out^T * in (skipped when null: a
+// frozen weight); d_bias (when not null) += column sums of d_out.
 template <class T>
 void linear_backward(T* d_in, T* d_weight, T* d_bias, const T* d_out, const T* in, const T* weight,
                      int64_t N, int64_t in_dim, int64_t out_dim);
 
-// out[t] = table[tokens[t]] (rows of dim).
+// out[t] = table[tokens[t]] (rows of dim). The table's row count is not passed: ids must be
+// checked against it by the caller; negative ids throw std::out_of_range here.
 template <class T>
 void embedding_forward(T* out, const int32_t* tokens, const T* table, int64_t N, int64_t dim);
 // d_table[tokens[t]] += d_out[t], summed in token order (deterministic).
@@ -48,7 +51,7 @@ template <class T>
 void rmsnorm_forward(T* out, T* rstd, const T* in, const T* weight, int64_t N, int64_t dim,
                      float eps, ThreadPool& pool);
 // d_in += (this op's input gradient) -- accumulated because RMSNorm's input is the residual
-// stream, whose gradient already holds the skip path; d_weight += ...
+// stream, whose gradient already holds the skip path; d_weight += ... (skipped when null)
 template <class T>
 void rmsnorm_backward(T* d_in, T* d_weight, const T* d_out, const T* in, const T* weight,
                       const T* rstd, int64_t N, int64_t dim, ThreadPool& pool);
