@@ -86,12 +86,10 @@ void train_task(Transformer<float>& model, const tokenizer::Tokenizer& tok,
   const std::vector<data::Example> dev_subset(
       dev.begin(), dev.begin() + std::min<int64_t>(int64_t(dev.size()), opt.dev_limit));
 
-  Transformer<float>* teacher = const_cast<Transformer<float>*>(opt.teacher);
-  std::unique_ptr<Transformer<float>> teacher_copy;
-  if (teacher) {  // the teacher's forward keeps activations: work on a private copy
-    teacher_copy = std::make_unique<Transformer<float>>(*teacher);
-    teacher = teacher_copy.get();
-  }
+  // The teacher's forward keeps activations, so it runs on a private copy. alpha 0 is a
+  // label-only fine-tune: the teacher is not consulted at all.
+  std::unique_ptr<Transformer<float>> teacher;
+  if (opt.teacher && opt.alpha > 0) teacher = std::make_unique<Transformer<float>>(*opt.teacher);
 
   // BLAS runs the matrix products on as many threads as the pool has.
   openblas_set_num_threads(pool.size());

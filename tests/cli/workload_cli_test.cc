@@ -1,0 +1,104 @@
+// The intent workload's commands end to end, as a user runs them: data gen -> tokenizer train ->
+// train (tiny) -> eval -> prune -> distill -> generate, plus their error exits. Seconds, not a
+// real training run.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_shrike.h"
+
+namespace shrike {
+namespace {
+
+using testing::CommandResult;
+using testing::run_shrike;
+
+class WorkloadCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ =
+        (std::filesystem::temp_directory_path() / ("shrike_workload_" + std::to_string(getpid())))
+            .string();
+    std::filesystem::create_directories(dir_);
+  }
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  static std::string path(const std::string& name) { return dir_ + "/" + name; }
+  static CommandResult ok(const std::string& args) {
+    CommandResult r = run_shrike(args);
+    EXPECT_EQ(r.exit_code, 0) << "shrike " << args << "\n" << r.err;
+    return r;
+  }
+  static inline std::string dir_;
+};
+
+TEST_F(WorkloadCli, GenTrainEvalPruneDistillGenerate) {
+  ok("data gen --n 400 --seed 5 -o " + path("data"));
+  for (const char* split : {"train", "dev", "test", "test_noisy"})
+    EXPECT_TRUE(std::filesystem::exists(path(std::string("data/") + split + ".jsonl")));
+
+  const CommandResult tok = ok("tokenizer train --data " + path("data/train.jsonl") +
+                               " --vocab-size 800 -o " + path("tok.gguf"));
+  EXPECT_TRUE(std::filesystem::exists(path("tok.gguf")));
+
+  const CommandResult tr =
+      ok("train --data " + path("data/train.jsonl") + " --dev " + path("data/dev.jsonl") +
+         " --dev-limit 20 --preset tiny --epochs 1 --tokenizer " + path("tok.gguf") +
+         " --no-progress -o " + path("m.gguf"));
+  EXPECT_NE(tr.err.find("epoch 1: loss"), std::string::npos) << tr.err;
+  EXPECT_NE(tr.err.find("dev (20)"), std::string::npos) << tr.err;
+  EXPECT_TRUE(std::filesystem::exists(path("m.ckpt.gguf")));
+
+  // --resume with every epoch done: nothing left to train, the model is written again.
+  const CommandResult again = ok("train --data " + path("data/train.jsonl") +
+                                 " --preset tiny --epochs 1 --resume "
+                                 "--no-progress -o " +
+                                 path("m.gguf"));
+  EXPECT_NE(again.err.find("resuming"), std::string::npos) << again.err;
+
+  const CommandResult ev = ok("eval -m " + path("m.gguf") + " --task " + path("data/test.jsonl") +
+                              " --limit 30 --json " + path("s.json"));
+  EXPECT_NE(ev.out.find("intent accuracy"), std::string::npos) << ev.out;
+  EXPECT_NE(ev.out.find("per language"), std::string::npos) << ev.out;
+  std::ifstream js(path("s.json"));
+  const auto scores = nlohmann::json::parse(js);
+  EXPECT_EQ(scores["n"], 30);
+  EXPECT_TRUE(scores.contains("slot_f1"));
+
+  const CommandResult pr = ok("prune " + path("m.gguf") + " --heads 0.5 --ffn 0.5 --calib " +
+                              path("data/dev.jsonl") + " -o " + path("p.gguf"));
+  EXPECT_NE(pr.err.find("2 heads (1 kv), ffn 96"), std::string::npos) << pr.err;
+
+  ok("distill --teacher " + path("m.gguf") + " --student " + path("p.gguf") + " --data " +
+     path("data/train.jsonl") + " --unlabeled " + path("data/dev.jsonl") +
+     " --epochs 1 --finetune-epochs 1 --dev-limit 0 --no-progress -o " + path("d.gguf"));
+  const CommandResult gen = ok("generate -m " + path("d.gguf") + " -p 'intent+slots: hi' -n 4");
+  EXPECT_FALSE(gen.out.empty());
+}
+
+TEST_F(WorkloadCli, BadInputsGiveClearErrors) {
+  const CommandResult missing =
+      run_shrike("train --data " + path("nope.jsonl") + " --preset tiny -o " + path("x.gguf"));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("nope.jsonl"), std::string::npos) << missing.err;
+
+  std::ofstream(path("bad.jsonl")) << "{\"text\": \"hi\", \"intent\": \"greet\"}\n{\"text\": 5}\n";
+  const CommandResult bad =
+      run_shrike("train --data " + path("bad.jsonl") + " --preset tiny -o " + path("x.gguf"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("bad.jsonl:2:"), std::string::npos) << bad.err;
+
+  const CommandResult preset =
+      run_shrike("train --data " + path("bad.jsonl") + " --preset enormous -o " + path("x.gguf"));
+  EXPECT_NE(preset.exit_code, 0);
+
+  const CommandResult prune = run_shrike("prune " + path("nope.gguf") + " --calib " +
+                                         path("bad.jsonl") + " -o " + path("y.gguf"));
+  EXPECT_EQ(prune.exit_code, 2);
+  EXPECT_NE(prune.err.find("nope.gguf"), std::string::npos) << prune.err;
+}
+
+}  // namespace
+}  // namespace shrike

@@ -1,0 +1,188 @@
+// The training loop: a tiny model learns a small task, runs are deterministic for a seed, and
+// resuming from a checkpoint continues exactly where the run stopped.
+#include "train/trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "data/generator.h"
+#include "tokenizer/bpe_trainer.h"
+#include "train/checkpoint.h"
+#include "train/presets.h"
+#include "train/task_eval.h"
+
+namespace shrike::train {
+namespace {
+
+struct Fixture {
+  std::vector<data::Example> examples;
+  tokenizer::Vocab vocab;
+};
+
+// 24 English examples from the built-in generator and a tokenizer trained on them.
+const Fixture& fixture() {
+  static const Fixture f = [] {
+    data::GeneratorOptions g;
+    g.langs = {"en"};
+    g.n_train = 24;
+    g.noise = 0;
+    g.seed = 3;
+    Fixture out;
+    out.examples = data::generate_dataset(g).train;
+    std::vector<std::string> texts;
+    for (const auto& ex : out.examples) {
+      texts.push_back(data::task_prompt(ex.text));
+      texts.push_back(data::task_answer(ex));
+    }
+    tokenizer::BpeTrainOptions bo;
+    bo.vocab_size = 400;
+    out.vocab = tokenizer::train_bpe(texts, bo);
+    return out;
+  }();
+  return f;
+}
+
+TrainOptions quiet(int64_t epochs) {
+  TrainOptions o;
+  o.epochs = epochs;
+  o.lr = 3e-3;
+  o.batch_tokens = 512;
+  o.dev_limit = 0;
+  o.progress = false;
+  o.seed = 9;
+  return o;
+}
+
+std::unique_ptr<Transformer<float>> fresh_model() {
+  auto m = std::make_unique<Transformer<float>>(preset_config("tiny", fixture().vocab.size()));
+  m->init_random(5);
+  return m;
+}
+
+TEST(Trainer, TinyModelLearnsItsTrainingSet) {
+  const Fixture& f = fixture();
+  const tokenizer::Tokenizer tok(f.vocab);
+  auto m = fresh_model();
+  ThreadPool pool(2);
+  OptimizerState state;
+  std::vector<double> losses;
+  train_task(*m, tok, f.examples, {}, quiet(40), state, pool,
+             [&](const EpochReport& r) { losses.push_back(r.train_loss); });
+  ASSERT_EQ(losses.size(), 40u);
+  EXPECT_GT(losses.front(), 4.0);  // ~ln(400) at the start
+  EXPECT_LT(losses.back(), 0.2);
+  const auto scores =
+      data::score_task(f.examples, predict_task(*to_inference_model(*m), tok, f.examples, pool));
+  EXPECT_GE(scores.intent_accuracy, 0.9);
+  EXPECT_GE(scores.slot_f1, 0.8);
+}
+
+TEST(Trainer, SameSeedSameWeightsAndResumeContinuesExactly) {
+  const Fixture& f = fixture();
+  const tokenizer::Tokenizer tok(f.vocab);
+  ThreadPool pool(2);
+  auto straight = fresh_model();
+  OptimizerState s1;
+  train_task(*straight, tok, f.examples, {}, quiet(4), s1, pool);
+
+  auto again = fresh_model();
+  OptimizerState s2;
+  train_task(*again, tok, f.examples, {}, quiet(4), s2, pool);
+  EXPECT_EQ(again->params(), straight->params());
+
+  // The same 4-epoch run, stopped (as by a crash) right after the checkpoint of epoch 2, then
+  // resumed from the file.
+  const std::string ckpt =
+      (std::filesystem::temp_directory_path() / "shrike_trainer_test.ckpt.gguf").string();
+  auto first = fresh_model();
+  OptimizerState s3;
+  TrainOptions interrupted = quiet(4);
+  interrupted.checkpoint_path = ckpt;
+  struct Stop {};
+  EXPECT_THROW(train_task(*first, tok, f.examples, {}, interrupted, s3, pool,
+                          [](const EpochReport& r) {
+                            if (r.epoch == 2) throw Stop{};
+                          }),
+               Stop);
+  TrainableFile resumed = load_trainable(ckpt);
+  EXPECT_EQ(resumed.state.step, s1.step / 2);
+  EXPECT_NE(resumed.model->params(), straight->params());
+  train_task(*resumed.model, tok, f.examples, {}, quiet(4), resumed.state, pool);
+  EXPECT_EQ(resumed.state.step, s1.step);
+  EXPECT_EQ(resumed.model->params(), straight->params());
+  std::filesystem::remove(ckpt);
+}
+
+// Mean KL(teacher || student) per answer token over the examples.
+double mean_kl(Transformer<float>& teacher, Transformer<float>& student, const TokenBatch& b,
+               ThreadPool& pool) {
+  const std::vector<float> t = teacher.forward(b, pool);
+  const std::vector<float>& s = student.forward(b, pool);
+  std::vector<float> d(s.size());
+  const int64_t M = student.n_target_rows();
+  return kl_distill(d.data(), s.data(), t.data(), nullptr, M, student.config().vocab_size, 1.0f,
+                    1.0, pool) /
+         double(M);
+}
+
+TEST(Trainer, DistillationPullsTheStudentTowardsTheTeacher) {
+  const Fixture& f = fixture();
+  const tokenizer::Tokenizer tok(f.vocab);
+  ThreadPool pool(2);
+  auto teacher = fresh_model();
+  OptimizerState ts;
+  train_task(*teacher, tok, f.examples, {}, quiet(10), ts, pool);
+  // Pure KL (alpha 1): the labels are never used; the student must move towards the teacher's
+  // distributions, far more than its own initialisation is from them.
+  auto student = std::make_unique<Transformer<float>>(preset_config("tiny", f.vocab.size()));
+  student->init_random(77);
+  TokenBatch all;
+  for (const auto& ex : f.examples) {
+    const TaskSequence s = encode_task(tok, ex);
+    all.add(s.tokens, s.targets);
+  }
+  const double before = mean_kl(*teacher, *student, all, pool);
+  TrainOptions d = quiet(10);
+  d.teacher = teacher.get();
+  d.alpha = 1.0;
+  d.temp = 1.0f;
+  OptimizerState ss;
+  train_task(*student, tok, f.examples, {}, d, ss, pool);
+  const double after = mean_kl(*teacher, *student, all, pool);
+  EXPECT_GT(before, 0.5);
+  EXPECT_LT(after, 0.25 * before) << "before " << before << " after " << after;
+}
+
+TEST(Trainer, BadInputsAreRefused) {
+  const Fixture& f = fixture();
+  const tokenizer::Tokenizer tok(f.vocab);
+  ThreadPool pool(1);
+  auto m = fresh_model();
+  OptimizerState s;
+  EXPECT_THROW(train_task(*m, tok, {}, {}, quiet(1), s, pool), std::invalid_argument);
+  TrainOptions zero = quiet(1);
+  zero.epochs = 0;
+  EXPECT_THROW(train_task(*m, tok, f.examples, {}, zero, s, pool), std::invalid_argument);
+  std::vector<data::Example> too_long = {f.examples[0]};
+  too_long[0].text = std::string(4000, 'x') + " y";
+  EXPECT_THROW(train_task(*m, tok, too_long, {}, quiet(1), s, pool), std::invalid_argument);
+  EXPECT_THROW(preset_config("huge", 100), std::invalid_argument);
+}
+
+TEST(Trainer, BatchesCoverEveryExampleOnceAndRespectTheBudget) {
+  const std::vector<int64_t> lengths = {5, 9, 3, 12, 7, 7, 30, 2};
+  const auto batches = make_batches(lengths, 16, 1, 0);
+  std::vector<int> seen(lengths.size(), 0);
+  for (const auto& b : batches) {
+    int64_t tokens = 0;
+    for (int64_t i : b) ++seen[size_t(i)], tokens += lengths[size_t(i)];
+    EXPECT_TRUE(tokens <= 16 || b.size() == 1);
+  }
+  for (int s : seen) EXPECT_EQ(s, 1);
+  EXPECT_NE(make_batches(lengths, 16, 1, 0), make_batches(lengths, 16, 1, 1));
+  EXPECT_EQ(make_batches(lengths, 16, 1, 1), make_batches(lengths, 16, 1, 1));
+}
+
+}  // namespace
+}  // namespace shrike::train
