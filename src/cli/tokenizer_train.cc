@@ -14,6 +14,7 @@
 #include "data/example.h"
 #include "tokenizer/bpe_trainer.h"
 #include "tokenizer/tokenizer.h"
+#include "train/task_eval.h"
 
 namespace shrike::cli {
 namespace {
@@ -22,7 +23,7 @@ struct TokenizerTrainArgs {
   std::vector<std::string> data;
   std::string output;
   tokenizer::BpeTrainOptions opt;
-  bool keep_digits_apart = true;
+  bool keep_digits_apart = true, keep_spaces_apart = true, keep_cjk_apart = true;
 };
 
 int run_tokenizer_train(const TokenizerTrainArgs& a) {
@@ -32,17 +33,13 @@ int run_tokenizer_train(const TokenizerTrainArgs& a) {
     if (part.empty()) throw FileError(path + ": no examples");
     examples.insert(examples.end(), part.begin(), part.end());
   }
-  std::vector<std::string> texts;
-  for (const data::Example& ex : examples) {
-    texts.push_back(ex.text);
-    texts.push_back("\"" + ex.intent + "\"");
-    for (const auto& slot : ex.slots) texts.push_back("\"" + slot.first + "\"");
-  }
-
   tokenizer::BpeTrainOptions opt = a.opt;
   opt.split_digits = a.keep_digits_apart;
+  opt.split_space = a.keep_spaces_apart;
+  opt.split_cjk = a.keep_cjk_apart;
   const auto t0 = std::chrono::steady_clock::now();
-  tokenizer::Vocab vocab = tokenizer::train_bpe(texts, opt);
+  // The same tokenizer `shrike train` builds: trained on the task's prompts and answers.
+  tokenizer::Vocab vocab = train::train_task_tokenizer(examples, opt);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   tokenizer::write_tokenizer_gguf(vocab, a.output);
 
@@ -87,6 +84,10 @@ Runner add_tokenizer(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   train->add_flag("!--merge-digits", a->keep_digits_apart,
                   "let digits merge into multi-digit pieces (default: one token per digit)");
+  train->add_flag("!--merge-spaces", a->keep_spaces_apart,
+                  "let the space mark merge with the word after it (default: its own token)");
+  train->add_flag("!--merge-cjk", a->keep_cjk_apart,
+                  "let CJK characters merge (default: one token per character)");
   return [=] { return run_tokenizer_train(*a); };
 }
 

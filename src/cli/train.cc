@@ -9,10 +9,10 @@
 #include "data/example.h"
 #include "data/task_format.h"
 #include "gguf/gguf.h"
-#include "tokenizer/bpe_trainer.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/presets.h"
+#include "train/task_eval.h"
 #include "train/trainer.h"
 
 namespace shrike::cli {
@@ -46,15 +46,7 @@ int run_train(TrainArgs a) {
     if (!a.tokenizer.empty()) {
       vocab = tokenizer::vocab_from_gguf(gguf::GgufFile::open(a.tokenizer));
     } else {
-      // The tokenizer learns from what the model reads and writes: prompts and answers.
-      std::vector<std::string> texts;
-      for (const data::Example& ex : train_set) {
-        texts.push_back(data::task_prompt(ex.text));
-        texts.push_back(data::task_answer(ex));
-      }
-      tokenizer::BpeTrainOptions bo;
-      bo.vocab_size = a.vocab_size;
-      vocab = tokenizer::train_bpe(texts, bo);
+      vocab = train::train_task_tokenizer(train_set, train::task_tokenizer_options(a.vocab_size));
     }
     model::ModelConfig c = train::preset_config(a.preset, vocab.size());
     c.bos_id = vocab.bos_id;

@@ -365,8 +365,11 @@ Vocab train_bpe(const std::vector<std::string>& texts, const BpeTrainOptions& op
       const int32_t id = ch.cp < 0 ? -1 : merger.id_of(w.substr(i, ch.len));
       i += ch.len;
       const Script s = ch.cp < 0 ? Script::Other : script_of(ch.cp);
-      if (id < 0 || (s == Script::Digit && opt.split_digits)) {
-        flush(f);  // unmergeable: byte fallback, or a digit that stays alone
+      const bool alone = (s == Script::Digit && opt.split_digits) ||
+                         (s == Script::Marker && opt.split_space) ||
+                         (s == Script::Cjk && opt.split_cjk);
+      if (id < 0 || alone) {
+        flush(f);  // unmergeable: byte fallback, or a character that stays alone
         continue;
       }
       if (s == Script::Marker ? seg_script != Script::Marker

@@ -45,6 +45,13 @@ struct BpeTrainOptions {
   int64_t min_frequency = 2;     // for characters to enter the vocabulary and for pairs to merge
   int32_t max_piece_chars = 16;  // longest merged piece, in characters ("▁" counts as one)
   bool split_digits = true;      // never merge digits (see above)
+  // "▁" never merges: a word after a space is tokenised exactly like the same word after a
+  // quote, so a small model copying a span from its input into a JSON answer sees the same
+  // tokens on both sides (task models trained from scratch use this).
+  bool split_space = false;
+  // CJK characters never merge, for the same reason: Chinese has no spaces, so merges across a
+  // slot value's edge would tokenise the value differently inside the sentence and alone.
+  bool split_cjk = false;
   // Tokens the Tokenizer always keeps whole (type UserDefined), e.g. markers of a prompt format.
   // Note: as in llama.cpp, the text after such a token is encoded with a dummy-prefix space, so
   // decode(encode(s)) adds a space after each of them.

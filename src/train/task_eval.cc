@@ -25,6 +25,26 @@ TaskSequence encode_task(const tokenizer::Tokenizer& tok, const data::Example& e
   return s;
 }
 
+tokenizer::BpeTrainOptions task_tokenizer_options(int32_t vocab_size) {
+  tokenizer::BpeTrainOptions o;
+  o.vocab_size = vocab_size;
+  o.split_digits = true;
+  o.split_space = true;
+  o.split_cjk = true;
+  return o;
+}
+
+tokenizer::Vocab train_task_tokenizer(const std::vector<data::Example>& examples,
+                                      const tokenizer::BpeTrainOptions& opt) {
+  std::vector<std::string> texts;
+  texts.reserve(2 * examples.size());
+  for (const data::Example& ex : examples) {
+    texts.push_back(data::task_prompt(ex.text));
+    texts.push_back(data::task_answer(ex));
+  }
+  return tokenizer::train_bpe(texts, opt);
+}
+
 std::unique_ptr<model::Model> to_inference_model(const Transformer<float>& t) {
   const std::vector<float>& p = t.params();
   const model::WeightSource src{

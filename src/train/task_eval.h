@@ -10,6 +10,7 @@
 #include "data/example.h"
 #include "data/task_format.h"
 #include "model/model.h"
+#include "tokenizer/bpe_trainer.h"
 #include "tokenizer/tokenizer.h"
 #include "train/transformer.h"
 
@@ -24,6 +25,14 @@ struct TaskSequence {
 TaskSequence encode_task(const tokenizer::Tokenizer& tok, const data::Example& ex);
 // The prompt alone (BOS included), as inference feeds it.
 std::vector<int32_t> encode_task_prompt(const tokenizer::Tokenizer& tok, const std::string& text);
+
+// BPE options for a task model's tokenizer: spaces and CJK characters stay single tokens (so a
+// slot value has the same tokens inside the utterance and in the JSON answer, which a small
+// model learns to copy much sooner), digits one token each.
+tokenizer::BpeTrainOptions task_tokenizer_options(int32_t vocab_size = 4096);
+// A tokenizer trained on what the model reads and writes: every example's prompt and answer.
+tokenizer::Vocab train_task_tokenizer(const std::vector<data::Example>& examples,
+                                      const tokenizer::BpeTrainOptions& opt);
 
 // The inference engine's model over the trainer's f32 parameters (copied and repacked).
 std::unique_ptr<model::Model> to_inference_model(const Transformer<float>& t);

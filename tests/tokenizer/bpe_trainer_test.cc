@@ -235,6 +235,46 @@ TEST(BpeTrainer, MergedDigitsWhenAsked) {
   EXPECT_EQ(Tokenizer(v).encode("call 2024 now", false).size(), 3u);
 }
 
+// With split_space and split_cjk a value is the same tokens wherever it stands: after a space in
+// a sentence, after a quote in a JSON answer, inside a run of Chinese characters.
+TEST(BpeTrainer, SplitSpacesAndCjkTokeniseAValueAlikeInEveryContext) {
+  BpeTrainOptions opt;
+  opt.split_space = true;
+  opt.split_cjk = true;
+  std::vector<std::string> texts = mixed_corpus(500);
+  for (int i = 0; i < 100; ++i) {
+    texts.push_back("deliver it next Friday please");
+    texts.push_back("{\"date\":\"next Friday\"}");
+    texts.push_back("小米手环能退吗");
+  }
+  const Vocab v = train_bpe(texts, opt);
+  for (int32_t i = 259; i < v.size(); ++i) {
+    const std::string& p = v.pieces[i];
+    if (p.find(kMarker) != std::string::npos) {
+      EXPECT_EQ(p, kMarker);
+    }
+    // No piece longer than one CJK ideograph (lead bytes E4-E9 cover U+4000-U+9FFF).
+    EXPECT_FALSE(p.size() > 3 && uint8_t(p[0]) >= 0xE4 && uint8_t(p[0]) <= 0xE9) << p;
+  }
+  const Tokenizer tok(v);
+  auto ids = [&](const std::string& s) { return tok.encode(s, false); };
+  auto contains = [](const std::vector<int32_t>& hay, const std::vector<int32_t>& needle) {
+    return std::search(hay.begin(), hay.end(), needle.begin(), needle.end()) != hay.end();
+  };
+  const std::vector<int32_t> friday = ids("{\"date\":\"next Friday\"}");
+  std::vector<int32_t> value = ids("x next Friday");
+  value.erase(value.begin(), value.begin() + 2);  // "▁", "x": the value starts at "▁next"
+  value.erase(value.begin());                     // the "▁" before "next"
+  EXPECT_TRUE(contains(friday, value));
+  const std::vector<int32_t> phrase = ids("小米手环");  // "▁" then one token per character
+  EXPECT_EQ(phrase.size(), 5u);
+  EXPECT_TRUE(
+      contains(ids("小米手环能退吗"), std::vector<int32_t>(phrase.begin() + 1, phrase.end())));
+  // Without the options the same corpus merges "▁" into words.
+  const Vocab merged = train_bpe(texts);
+  EXPECT_GE(id_of(merged, kMarker + "Friday"), 0);
+}
+
 TEST(BpeTrainer, RareCharactersAreLeftToTheByteFallback) {
   std::vector<std::string> texts(10, "hello world");
   texts.push_back("q");  // seen once, below min_frequency 2
