@@ -3,13 +3,13 @@
 # teacher, 50% structured pruning, distillation, a label-only fine-tune; every model evaluated on
 # the clean and the noisy test split, and its batch-1 decode speed measured.
 #
-#   scripts/intent_workload.sh [OUT_DIR] [EPOCHS]      (default runs/intent, 3)
+#   scripts/intent_workload.sh [OUT_DIR] [EPOCHS]      (default runs/intent, 5)
 #
-# Timings depend on the machine: on 2 cores the teacher trains in ~10 minutes.
+# Timings depend on the machine: on 2 cores the teacher trains in ~16 minutes.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$root/runs/intent}"
-epochs="${2:-3}"
+epochs="${2:-5}"
 bin="$root/build/shrike"
 [ -x "$bin" ] || { "$root/scripts/setup.sh" && "$root/scripts/build.sh"; }
 mkdir -p "$out"

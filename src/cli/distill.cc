@@ -24,11 +24,7 @@ struct DistillArgs {
 };
 
 void report(const char* stage, const train::EpochReport& r) {
-  std::fprintf(stderr,
-               "%s epoch %lld: loss %.4f, %.0f tok/s, %.0f s; dev (%lld): intent %.2f%%, slot "
-               "F1 %.2f%%\n",
-               stage, (long long)r.epoch, r.train_loss, r.tokens_per_second, r.seconds,
-               (long long)r.dev.n, 100 * r.dev.intent_accuracy, 100 * r.dev.slot_f1);
+  std::fprintf(stderr, "%s %s\n", stage, train::describe(r).c_str());
 }
 
 int run_distill(DistillArgs a) {

@@ -24,6 +24,8 @@ struct TrainArgs {
   train::TrainOptions opt;
   int threads = 0;
   bool resume = false;
+  // Overrides of the preset's shape (0: the preset's value).
+  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0;
 };
 
 int run_train(TrainArgs a) {
@@ -49,6 +51,13 @@ int run_train(TrainArgs a) {
       vocab = train::train_task_tokenizer(train_set, train::task_tokenizer_options(a.vocab_size));
     }
     model::ModelConfig c = train::preset_config(a.preset, vocab.size());
+    if (a.dim > 0) c.dim = a.dim;
+    if (a.layers > 0) c.n_layers = a.layers;
+    if (a.heads > 0) c.n_heads = a.heads;
+    if (a.kv_heads > 0) c.n_kv_heads = a.kv_heads;
+    if (a.ffn > 0) c.ffn_dim = a.ffn;
+    c.head_dim = c.rope_dims = c.n_heads > 0 ? c.dim / c.n_heads : 0;
+    c.validate();
     c.bos_id = vocab.bos_id;
     c.eos_id = vocab.eos_id;
     model = std::make_unique<train::Transformer<float>>(c);
@@ -66,13 +75,8 @@ int run_train(TrainArgs a) {
                (long long)c.vocab_size, double(params) / 1e6,
                double(train::body_param_count(c)) / 1e6, train_set.size(), pool.size());
   train::train_task(*model, tok, train_set, dev_set, a.opt, state, pool,
-                    [&](const train::EpochReport& r) {
-                      std::fprintf(stderr,
-                                   "epoch %lld: loss %.4f, %.0f tok/s, %.0f s; dev (%lld): intent "
-                                   "%.2f%%, slot F1 %.2f%%, exact %.2f%%\n",
-                                   (long long)r.epoch, r.train_loss, r.tokens_per_second, r.seconds,
-                                   (long long)r.dev.n, 100 * r.dev.intent_accuracy,
-                                   100 * r.dev.slot_f1, 100 * r.dev.exact_accuracy);
+                    [](const train::EpochReport& r) {
+                      std::fprintf(stderr, "%s\n", train::describe(r).c_str());
                     });
   train::save_model(*model, vocab, a.opt.model_name, a.out);
   std::fprintf(stderr, "train: wrote %s (checkpoint %s)\n", a.out.c_str(), ckpt.c_str());
@@ -87,6 +91,14 @@ Runner add_train(CLI::App& app) {
   app.add_option("--dev", a->dev, "dev examples (JSONL): accuracy after each epoch");
   app.add_option("--preset", a->preset, "model size")
       ->check(CLI::IsMember({"tiny", "small", "base"}));
+  app.add_option("--dim", a->dim, "override the preset's width")->check(CLI::Range(8, 1 << 16));
+  app.add_option("--layers", a->layers, "override the preset's layer count")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--heads", a->heads, "override the preset's head count")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--kv-heads", a->kv_heads, "override the preset's KV head count")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--ffn", a->ffn, "override the preset's FFN width")->check(CLI::Range(8, 1 << 20));
   app.add_option("--tokenizer", a->tokenizer,
                  "tokenizer GGUF (default: train a BPE tokenizer on the data)");
   app.add_option("--vocab-size", a->vocab_size, "size of the trained tokenizer")

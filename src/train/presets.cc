@@ -13,7 +13,7 @@ model::ModelConfig preset_config(const std::string& preset, int64_t vocab_size) 
   } else if (preset == "small") {
     c.dim = 128, c.n_layers = 4, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 384;
   } else if (preset == "base") {
-    c.dim = 256, c.n_layers = 6, c.n_heads = 8, c.n_kv_heads = 4, c.ffn_dim = 768;
+    c.dim = 256, c.n_layers = 4, c.n_heads = 8, c.n_kv_heads = 4, c.ffn_dim = 768;
   } else {
     throw std::invalid_argument("unknown preset '" + preset + "' (tiny, small, base)");
   }

@@ -32,6 +32,17 @@ std::string format_duration(double s) {
 
 }  // namespace
 
+std::string describe(const EpochReport& r) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "epoch %lld: loss %.4f, %.0f tok/s, %.0f s; dev (%lld): intent %.2f%%, slot F1 "
+                "%.2f%%, exact %.2f%%",
+                (long long)r.epoch, r.train_loss, r.tokens_per_second, r.seconds,
+                (long long)r.dev.n, 100 * r.dev.intent_accuracy, 100 * r.dev.slot_f1,
+                100 * r.dev.exact_accuracy);
+  return buf;
+}
+
 std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& lengths,
                                                int64_t batch_tokens, uint64_t seed, int64_t epoch) {
   std::vector<int64_t> order(lengths.size());

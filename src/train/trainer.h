@@ -42,6 +42,10 @@ struct EpochReport {
   data::TaskScores dev;
 };
 
+// "epoch 2: loss 0.1741, 2945 tok/s, 299 s; dev (600): intent 99.33%, slot F1 65.26%, exact
+// 80.83%": one line per epoch for progress output.
+std::string describe(const EpochReport& r);
+
 // Trains model in place from state (state.step > 0 resumes: the batches already done are
 // skipped, the order being a function of the seed and the epoch). on_epoch is called after each
 // epoch. Throws std::invalid_argument for empty data or sequences longer than the context.
