@@ -9,8 +9,8 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 name="${1:?usage: dataset_workload.sh banking77|snips [EPOCHS] [DISTILL_EPOCHS]}"
-epochs="${2:-5}"
-distill_epochs="${3:-3}"
+epochs="${2:-4}"
+distill_epochs="${3:-2}"
 bin="$root/build/shrike"
 shared="${SHRIKE_SHARED:-$root/../shared}/data/$name"
 out="$root/runs/$name"
@@ -23,11 +23,11 @@ esac
 "$bin" data import --format "$name" "$train_src" -o "$out/train.jsonl"
 "$bin" data import --format "$name" "$dev_src" -o "$out/dev.jsonl"
 "$bin" train --data "$out/train.jsonl" --dev "$out/dev.jsonl" --preset base --epochs "$epochs" \
-    --batch-tokens 2048 --lr 2e-3 --no-progress -o "$out/teacher.gguf"
-"$bin" prune "$out/teacher.gguf" --heads 0.5 --ffn 0.5 --calib "$out/train.jsonl" -o "$out/pruned.gguf"
+    --no-progress -o "$out/teacher.gguf"
+"$bin" prune "$out/teacher.gguf" --heads 0.5 --ffn 0.55 --calib "$out/train.jsonl" -o "$out/pruned.gguf"
 "$bin" distill --teacher "$out/teacher.gguf" --student "$out/pruned.gguf" --data "$out/train.jsonl" \
-    --dev "$out/dev.jsonl" --alpha 0.5 --temp 2 --epochs "$distill_epochs" --batch-tokens 2048 \
-    --lr 1e-3 --no-progress -o "$out/student.gguf"
+    --dev "$out/dev.jsonl" --alpha 0.5 --temp 2 --epochs "$distill_epochs" \
+    --no-progress -o "$out/student.gguf"
 for m in teacher pruned student; do
   echo "== $m"
   "$bin" eval -m "$out/$m.gguf" --task "$out/dev.jsonl" --json "$out/$m.dev.json" --confusions 3
