@@ -5,6 +5,7 @@
 
 #include "gguf/gguf.h"
 #include "model/hf_model.h"
+#include "model/model.h"
 
 namespace shrike::model {
 namespace {
@@ -31,29 +32,11 @@ uint32_t file_type(DType t) {
 
 void add_hf_model_to_gguf(const HfCheckpoint& ck, DType type, gguf::GgufWriter& w) {
   const ModelConfig& c = ck.config();
-  const std::string& a = c.architecture;
-  w.set_string("general.architecture", a);
+  add_config_to_gguf(c, w);
   std::string name = std::filesystem::path(ck.dir()).filename().string();
   if (name.empty()) name = std::filesystem::path(ck.dir()).parent_path().filename().string();
   w.set_string("general.name", name.empty() ? "model" : name);
   w.set_uint32("general.file_type", file_type(type));
-  w.set_uint32(a + ".vocab_size", uint32_t(c.vocab_size));
-  w.set_uint32(a + ".context_length", uint32_t(c.context_length));
-  w.set_uint32(a + ".embedding_length", uint32_t(c.dim));
-  w.set_uint32(a + ".block_count", uint32_t(c.n_layers));
-  w.set_uint32(a + ".feed_forward_length", uint32_t(c.ffn_dim));
-  w.set_uint32(a + ".attention.head_count", uint32_t(c.n_heads));
-  w.set_uint32(a + ".attention.head_count_kv", uint32_t(c.n_kv_heads));
-  w.set_float32(a + ".rope.freq_base", c.rope_theta);
-  w.set_float32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
-  w.set_uint32(a + ".rope.dimension_count", uint32_t(c.rope_dims));
-  if (c.head_dim * c.n_heads != c.dim) {
-    w.set_uint32(a + ".attention.key_length", uint32_t(c.head_dim));
-    w.set_uint32(a + ".attention.value_length", uint32_t(c.head_dim));
-  }
-  if (!c.rope_freq_factors.empty())
-    w.add_tensor("rope_freqs.weight", DType::F32, {int64_t(c.rope_freq_factors.size())},
-                 c.rope_freq_factors.data(), c.rope_freq_factors.size() * sizeof(float));
 
   std::vector<uint8_t> scratch, out;
   std::vector<float> row;

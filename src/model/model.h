@@ -14,6 +14,7 @@
 
 namespace shrike::gguf {
 class GgufFile;
+class GgufWriter;
 }
 
 namespace shrike::model {
@@ -100,6 +101,10 @@ std::unique_ptr<Model> load_model(const std::string& path);
 // The configuration a GGUF model file describes (general.architecture llama, qwen2 or mistral);
 // throws FileError naming the file and the key that is missing or wrong.
 ModelConfig config_from_gguf(const gguf::GgufFile& f);
+// The inverse: general.architecture and the <arch>.* keys config_from_gguf reads (key/value
+// lengths only when n_heads * head_dim != dim, where llama.cpp would otherwise derive them),
+// plus rope_freqs.weight when the configuration has frequency factors.
+void add_config_to_gguf(const ModelConfig& c, gguf::GgufWriter& w);
 
 // Loads a Hugging Face folder: config.json (llama, mistral, qwen2) and model.safetensors or the
 // shards of model.safetensors.index.json (hf_loader.cc; see hf_model.h).

@@ -6,6 +6,7 @@
 
 #include "gguf/gguf.h"
 #include "model/config.h"
+#include "model/model.h"
 
 namespace shrike::model {
 namespace {
@@ -130,7 +131,6 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
                                 std::string(dtype_name(opt.type)));
 
   gguf::GgufWriter w;
-  w.set_string("general.architecture", "llama");
   w.set_string("general.name", "shrike-synth");
   // llama.cpp's file-type numbering (LLAMA_FTYPE_*): all f32 0, mostly f16 1, q4_0 2, q8_0 7, bf16 32.
   const uint32_t ftype = opt.type == DType::F32 ? 0 : opt.type == DType::F16 ? 1
@@ -140,16 +140,7 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
   else add_synthetic_vocab(w, opt.vocab);
   c.validate();
 
-  w.set_uint32("llama.context_length", uint32_t(c.context_length));
-  w.set_uint32("llama.embedding_length", uint32_t(c.dim));
-  w.set_uint32("llama.block_count", uint32_t(c.n_layers));
-  w.set_uint32("llama.feed_forward_length", uint32_t(c.ffn_dim));
-  w.set_uint32("llama.rope.dimension_count", uint32_t(c.rope_dims));
-  w.set_uint32("llama.attention.head_count", uint32_t(c.n_heads));
-  w.set_uint32("llama.attention.head_count_kv", uint32_t(c.n_kv_heads));
-  w.set_float32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-  w.set_float32("llama.rope.freq_base", 10000.0f);
-  w.set_uint32("llama.vocab_size", uint32_t(c.vocab_size));
+  add_config_to_gguf(c, w);
 
   Rng rng(opt.seed);
   const float sd = 0.02f;

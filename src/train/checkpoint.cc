@@ -15,24 +15,10 @@ void save_model(const Transformer<float>& model, const tokenizer::Vocab& vocab,
     throw std::invalid_argument("save_model: the tokenizer has " + std::to_string(vocab.size()) +
                                 " tokens but the model " + std::to_string(c.vocab_size));
   gguf::GgufWriter w;
-  w.set_string("general.architecture", "llama");
+  model::add_config_to_gguf(c, w);  // head sizes included when pruning changed them
   w.set_string("general.name", name);
   w.set_uint32("general.file_type", 0);  // all F32
   tokenizer::add_vocab_to_gguf(vocab, "", w);
-  w.set_uint32("llama.context_length", uint32_t(c.context_length));
-  w.set_uint32("llama.embedding_length", uint32_t(c.dim));
-  w.set_uint32("llama.block_count", uint32_t(c.n_layers));
-  w.set_uint32("llama.feed_forward_length", uint32_t(c.ffn_dim));
-  w.set_uint32("llama.rope.dimension_count", uint32_t(c.rope_dims));
-  w.set_uint32("llama.attention.head_count", uint32_t(c.n_heads));
-  w.set_uint32("llama.attention.head_count_kv", uint32_t(c.n_kv_heads));
-  // Explicit head sizes: after head pruning n_heads * head_dim != dim, and llama.cpp would
-  // otherwise derive head_dim = dim / n_heads.
-  w.set_uint32("llama.attention.key_length", uint32_t(c.head_dim));
-  w.set_uint32("llama.attention.value_length", uint32_t(c.head_dim));
-  w.set_float32("llama.attention.layer_norm_rms_epsilon", c.rms_eps);
-  w.set_float32("llama.rope.freq_base", c.rope_theta);
-  w.set_uint32("llama.vocab_size", uint32_t(c.vocab_size));
   const std::vector<float>& p = model.params();
   for (const ParamTensor& t : model.layout()) {
     const std::vector<int64_t> dims =
