@@ -16,13 +16,14 @@ Runner add_loadtest(CLI::App& app);
 Runner add_tokenize(CLI::App& app);
 Runner add_convert(CLI::App& app);
 Runner add_serve(CLI::App& app);
-Runner add_data(CLI::App& app);          // data.cc: the `data` group
-Runner add_data_gen(CLI::App& app);      // data_gen.cc
-Runner add_data_import(CLI::App& app);   // data_import.cc
-Runner add_tokenizer(CLI::App& app);     // tokenizer_train.cc: `tokenizer train`
-Runner add_train(CLI::App& app);         // train.cc
-Runner add_eval(CLI::App& app);          // eval.cc
-Runner add_prune(CLI::App& app);         // prune.cc
-Runner add_distill(CLI::App& app);       // distill.cc
+Runner add_data(CLI::App& app);         // data.cc: the `data` group
+Runner add_data_gen(CLI::App& app);     // data_gen.cc
+Runner add_data_import(CLI::App& app);  // data_import.cc
+Runner add_tokenizer(CLI::App& app);    // tokenizer_train.cc: `tokenizer train`
+Runner add_train(CLI::App& app);        // train.cc
+Runner add_eval(CLI::App& app);         // eval.cc
+Runner add_prune(CLI::App& app);        // prune.cc
+Runner add_distill(CLI::App& app);      // distill.cc
+Runner add_quantize(CLI::App& app);     // quantize.cc
 
 }  // namespace shrike::cli

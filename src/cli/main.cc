@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   };
   add("generate", "generate text from a prompt", shrike::cli::add_generate);
   add("synth", "write a random-weight Llama model of any shape as GGUF", shrike::cli::add_synth);
-  add("bench", "measure prefill and decode speed (and the memory roofline)", shrike::cli::add_bench);
+  add("bench", "measure prefill and decode speed (and the memory roofline)",
+      shrike::cli::add_bench);
   add("tokenize", "text to token ids, or ids to text", shrike::cli::add_tokenize);
   add("convert", "convert a Hugging Face model folder to GGUF", shrike::cli::add_convert);
   add("serve", "serve a model over an OpenAI-compatible HTTP API", shrike::cli::add_serve);
@@ -28,7 +29,10 @@ int main(int argc, char** argv) {
   add("prune", "remove heads, FFN channels, layers or hidden channels of a model",
       shrike::cli::add_prune);
   add("distill", "train a student model from a teacher's outputs", shrike::cli::add_distill);
-  add("eval", "evaluate a model on an intent/slot task", shrike::cli::add_eval);
+  add("eval", "evaluate a model: perplexity and KL against a reference, task accuracy",
+      shrike::cli::add_eval);
+  add("quantize", "quantise a model's weights (RTN, AWQ or GPTQ) to another GGUF",
+      shrike::cli::add_quantize);
   add("loadtest", "measure an OpenAI-compatible server under load", shrike::cli::add_loadtest);
   try {
     app.parse(argc, argv);

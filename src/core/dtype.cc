@@ -3,17 +3,30 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 #include <string>
 
 namespace shrike {
 
 std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    case DType::Q8_0: return "q8_0";
-    case DType::Q4_0: return "q4_0";
+    case DType::F32:
+      return "f32";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
+    case DType::Q8_0:
+      return "q8_0";
+    case DType::Q4_0:
+      return "q4_0";
+    case DType::Q8_C:
+      return "q8_c";
+    case DType::Q4_G128:
+      return "q4_g128";
+    case DType::FP8_E4M3:
+      return "fp8";
   }
   return "unknown";
 }
@@ -21,24 +34,43 @@ std::string_view dtype_name(DType t) {
 std::optional<DType> dtype_from_name(std::string_view name) {
   std::string s(name);
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0})
+  if (s == "fp8_e4m3") return DType::FP8_E4M3;
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q8_C,
+                  DType::Q4_G128, DType::FP8_E4M3})
     if (dtype_name(t) == s) return t;
   return std::nullopt;
 }
 
-bool dtype_is_known(uint32_t id) { return id == 0 || id == 1 || id == 2 || id == 8 || id == 30; }
+bool dtype_is_known(uint32_t id) {
+  return id == 0 || id == 1 || id == 2 || id == 8 || id == 30 || id == 1024 || id == 1025 ||
+         id == 1026;
+}
+
+bool dtype_has_row_scale(DType t) {
+  return t == DType::Q8_C || t == DType::FP8_E4M3;
+}
 
 int64_t dtype_block_elems(DType t) {
+  if (t == DType::Q4_G128) return kQ4G128Block;
   return (t == DType::Q8_0 || t == DType::Q4_0) ? kQuantBlock : 1;
 }
 
 int64_t dtype_block_bytes(DType t) {
   switch (t) {
-    case DType::F32: return 4;
+    case DType::F32:
+      return 4;
     case DType::F16:
-    case DType::BF16: return 2;
-    case DType::Q8_0: return sizeof(BlockQ8_0);
-    case DType::Q4_0: return sizeof(BlockQ4_0);
+    case DType::BF16:
+      return 2;
+    case DType::Q8_0:
+      return sizeof(BlockQ8_0);
+    case DType::Q4_0:
+      return sizeof(BlockQ4_0);
+    case DType::Q8_C:
+    case DType::FP8_E4M3:
+      return 1;
+    case DType::Q4_G128:
+      return sizeof(BlockQ4_G128);
   }
   return 0;
 }
@@ -81,7 +113,7 @@ uint16_t fp32_to_fp16(float f) {
     // value = absx as float; subnormal unit is 2^-24
     float a;
     std::memcpy(&a, &absx, 4);
-    const float scaled = a * 16777216.0f;  // exact: multiply by 2^24
+    const float scaled = a * 16777216.0f;            // exact: multiply by 2^24
     return sign | uint16_t(std::nearbyint(scaled));  // default rounding mode: nearest-even
   }
   // normal: rebias exponent, round mantissa from 23 to 10 bits, nearest-even
@@ -98,7 +130,31 @@ uint16_t fp32_to_bf16(float f) {
   return uint16_t(u >> 16);
 }
 
-void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
+float fp8_e4m3_to_fp32(uint8_t v) {
+  const int e = (v >> 3) & 15, m = v & 7;
+  if (e == 15 && m == 7) return std::numeric_limits<float>::quiet_NaN();
+  const float a = e == 0 ? std::ldexp(float(m), -9) : std::ldexp(float(8 + m), e - 10);
+  return (v & 0x80) ? -a : a;
+}
+
+uint8_t fp32_to_fp8_e4m3(float f) {
+  if (std::isnan(f)) return 0x7f;
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  const float a = std::fabs(f);
+  if (a >= 448.0f) return sign | 0x7e;  // saturate: e4m3fn has no infinity
+  int code;
+  if (a < 0.015625f) {  // below the smallest normal 2^-6: steps of 2^-9 (8 steps reach 2^-6)
+    code = int(std::nearbyint(a * 512.0f));
+  } else {
+    int e;
+    std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1): the leading bit is 2^(e-1)
+    const int q = int(std::nearbyint(std::ldexp(a, 4 - e)));  // 8..16 steps of 2^(e-4)
+    code = ((e - 1 + 7) << 3) + (q - 8);                      // q = 16 carries into the exponent
+  }
+  return sign | uint8_t(std::min(code, 0x7e));
+}
+
+void dequantize_row(DType t, const void* src, float* dst, int64_t n, float row_scale) {
   switch (t) {
     case DType::F32:
       std::memcpy(dst, src, size_t(n) * 4);
@@ -132,10 +188,32 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n) {
       }
       return;
     }
+    case DType::Q8_C: {
+      auto* q = static_cast<const int8_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = float(q[i]) * row_scale;
+      return;
+    }
+    case DType::FP8_E4M3: {
+      auto* q = static_cast<const uint8_t*>(src);
+      for (int64_t i = 0; i < n; ++i) dst[i] = fp8_e4m3_to_fp32(q[i]) * row_scale;
+      return;
+    }
+    case DType::Q4_G128: {
+      auto* b = static_cast<const BlockQ4_G128*>(src);
+      constexpr int64_t G = kQ4G128Block;
+      for (int64_t i = 0; i < n / G; ++i) {
+        const float d = fp16_to_fp32(b[i].d), m = fp16_to_fp32(b[i].m);
+        for (int j = 0; j < G / 2; ++j) {
+          dst[i * G + j] = float(b[i].qs[j] & 0x0f) * d + m;
+          dst[i * G + j + G / 2] = float(b[i].qs[j] >> 4) * d + m;
+        }
+      }
+      return;
+    }
   }
 }
 
-void quantize_row(DType t, const float* src, void* dst, int64_t n) {
+void quantize_row(DType t, const float* src, void* dst, int64_t n, float* row_scale) {
   switch (t) {
     case DType::F32:
       std::memcpy(dst, src, size_t(n) * 4);
@@ -182,6 +260,53 @@ void quantize_row(DType t, const float* src, void* dst, int64_t n) {
           const int q1 = std::min(15, int(x[j + 16] * id + 8.5f));
           b[i].qs[j] = uint8_t(q0 | (q1 << 4));
         }
+      }
+      return;
+    }
+    case DType::Q8_C: {
+      if (!row_scale) throw std::invalid_argument("quantize_row: q8_c needs a row_scale output");
+      float amax = 0;
+      for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(src[i]));
+      const float d = amax / 127.0f;
+      const float id = d != 0 ? 1.0f / d : 0.0f;
+      auto* q = static_cast<int8_t*>(dst);
+      for (int64_t i = 0; i < n; ++i)
+        q[i] = int8_t(std::clamp<long>(std::lround(src[i] * id), -127, 127));
+      *row_scale = d;
+      return;
+    }
+    case DType::FP8_E4M3: {
+      if (!row_scale) throw std::invalid_argument("quantize_row: fp8 needs a row_scale output");
+      float amax = 0;
+      for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(src[i]));
+      const float d = amax / 448.0f;
+      const float id = d != 0 ? 1.0f / d : 0.0f;
+      auto* q = static_cast<uint8_t*>(dst);
+      for (int64_t i = 0; i < n; ++i) q[i] = fp32_to_fp8_e4m3(src[i] * id);
+      *row_scale = d;
+      return;
+    }
+    case DType::Q4_G128: {
+      // The codes are computed against the stored (f16-rounded) scale and minimum, so the
+      // rounding of d and m costs no extra error beyond one step.
+      auto* b = static_cast<BlockQ4_G128*>(dst);
+      constexpr int64_t G = kQ4G128Block;
+      for (int64_t i = 0; i < n / G; ++i) {
+        const float* x = src + i * G;
+        float lo = x[0], hi = x[0];
+        for (int j = 1; j < G; ++j) {
+          lo = std::min(lo, x[j]);
+          hi = std::max(hi, x[j]);
+        }
+        b[i].d = fp32_to_fp16((hi - lo) / 15.0f);
+        b[i].m = fp32_to_fp16(lo);
+        const float d = fp16_to_fp32(b[i].d), m = fp16_to_fp32(b[i].m);
+        const float id = d != 0 ? 1.0f / d : 0.0f;
+        auto code = [&](float v) {
+          return int(std::clamp(std::nearbyint((v - m) * id), 0.0f, 15.0f));
+        };
+        for (int j = 0; j < G / 2; ++j)
+          b[i].qs[j] = uint8_t(code(x[j]) | (code(x[j + G / 2]) << 4));
       }
       return;
     }

@@ -1,5 +1,7 @@
 // Weight and activation element types, numbered exactly as GGUF's ggml_type so a type id read
 // from a file can be used directly. Block-quantised layouts follow the GGUF definitions.
+// shrike's own types (ids 1024 and up, far from ggml's) are described in docs/formats.md;
+// llama.cpp refuses a file holding them, with an unknown-type error, rather than misreading it.
 #pragma once
 
 #include <cstddef>
@@ -16,6 +18,10 @@ enum class DType : uint32_t {
   Q4_0 = 2,
   Q8_0 = 8,
   BF16 = 30,
+  // shrike types (docs/formats.md):
+  Q8_C = 1024,      // int8 per element; one f32 scale per row in the tensor NAME.scale
+  Q4_G128 = 1025,   // asymmetric 4-bit in groups of 128: f16 scale, f16 minimum, 64 bytes
+  FP8_E4M3 = 1026,  // OCP FP8 e4m3 per element; one f32 scale per row in NAME.scale
 };
 
 // Elements per quantisation block: 1 for plain float types, 32 for Q8_0 / Q4_0.
@@ -37,15 +43,36 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ4_0) == 18);
 
+// Q4_G128: 128 unsigned 4-bit values with an f16 scale and an f16 minimum (the group's min).
+// qs[j] holds element j in its low nibble and element j+64 in its high nibble.
+// value[i] = d * nibble(i) + m.  (68 bytes: 4.25 bits per weight)
+constexpr int64_t kQ4G128Block = 128;
+struct BlockQ4_G128 {
+  uint16_t d;  // f16 bits
+  uint16_t m;  // f16 bits
+  uint8_t qs[kQ4G128Block / 2];
+};
+static_assert(sizeof(BlockQ4_G128) == 68);
+
+// Types whose rows carry one f32 scale kept outside the row (Q8_C, FP8_E4M3): the file stores
+// the elements as tensor NAME and the scales as tensor NAME.scale (f32, one per row).
+bool dtype_has_row_scale(DType t);
+
+// OCP FP8 e4m3 ("e4m3fn"): 1 sign, 4 exponent (bias 7), 3 mantissa bits; no infinities, 0x7f /
+// 0xff are NaN; largest finite value 448. Encoding rounds to nearest even and saturates to
+// +-448 (a NaN stays NaN).
+float fp8_e4m3_to_fp32(uint8_t v);
+uint8_t fp32_to_fp8_e4m3(float f);
+
 // Name as GGUF/llama.cpp prints it ("f32", "q8_0", ...).
 std::string_view dtype_name(DType t);
-// Parses "f32|f16|bf16|q8_0|q4_0" (case-insensitive); nullopt when unknown.
+// Parses "f32|f16|bf16|q8_0|q4_0|q8_c|q4_g128|fp8" (case-insensitive); nullopt when unknown.
 std::optional<DType> dtype_from_name(std::string_view name);
 // True when the numeric id is one of the types above.
 bool dtype_is_known(uint32_t id);
-// Elements per block (1 or 32).
+// Elements per block (1, 32 or 128).
 int64_t dtype_block_elems(DType t);
-// Bytes per block (4, 2, 2, 34, 18).
+// Bytes per block (4, 2, 2, 34, 18; 1, 68, 1). Row-scale types exclude their scales.
 int64_t dtype_block_bytes(DType t);
 // Bytes for a row of n elements; n must be a multiple of the block size.
 inline int64_t dtype_row_bytes(DType t, int64_t n) {
@@ -65,9 +92,13 @@ inline float bf16_to_fp32(uint16_t b) {
 uint16_t fp32_to_bf16(float f);
 
 // Reference dequantisation of n elements (n a multiple of the block size for Q types).
-void dequantize_row(DType t, const void* src, float* dst, int64_t n);
+// row_scale: the row's scale for row-scale types (ignored by the others).
+void dequantize_row(DType t, const void* src, float* dst, int64_t n, float row_scale = 1.0f);
 // Reference quantisation, as llama.cpp's reference quantisers define it (round to nearest,
-// scale = absmax / 127 for Q8_0; scale = max / -8 for Q4_0).
-void quantize_row(DType t, const float* src, void* dst, int64_t n);
+// scale = absmax / 127 for Q8_0; scale = max / -8 for Q4_0). shrike types: Q8_C scale =
+// absmax / 127 per row; FP8_E4M3 scale = absmax / 448 per row; Q4_G128 d = (max - min) / 15,
+// m = min per group of 128, q = round((x - m) / d) clamped to 0..15.
+// row_scale receives the row's scale for row-scale types (required for them, else unused).
+void quantize_row(DType t, const float* src, void* dst, int64_t n, float* row_scale = nullptr);
 
 }  // namespace shrike

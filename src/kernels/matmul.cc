@@ -28,15 +28,23 @@ struct PackedMatrixAccess {
 
 namespace {
 
-int64_t n_panels(int64_t rows) { return (rows + kPanel - 1) / kPanel; }
+int64_t n_panels(int64_t rows) {
+  return (rows + kPanel - 1) / kPanel;
+}
 
 void check_type(DType type, int64_t cols) {
   switch (type) {
-    case DType::F32: case DType::F16: case DType::BF16: return;
-    case DType::Q8_0: case DType::Q4_0:
+    case DType::F32:
+    case DType::F16:
+    case DType::BF16:
+      return;
+    case DType::Q8_0:
+    case DType::Q4_0:
       if (cols % kQuantBlock != 0)
         throw std::invalid_argument("matmul: cols must be a multiple of 32 for quantised weights");
       return;
+    default:
+      break;  // shrike types: kernels being written
   }
   throw std::invalid_argument("matmul: unsupported weight type " +
                               std::to_string(static_cast<uint32_t>(type)));
@@ -66,12 +74,22 @@ bool isa_ok(Isa isa) {
 }
 
 const detail::IsaMatmul& isa_table(Isa isa) {
-  if (!isa_ok(isa)) throw std::invalid_argument("matmul: ISA not supported here: " + std::string(isa_name(isa)));
+  if (!isa_ok(isa))
+    throw std::invalid_argument("matmul: ISA not supported here: " + std::string(isa_name(isa)));
   // Each entry is built the first time its ISA is used (the builder runs code of that ISA).
   switch (isa) {
-    case Isa::Scalar: { static const detail::IsaMatmul t = detail::isa_matmul_scalar(); return t; }
-    case Isa::Avx2: { static const detail::IsaMatmul t = detail::isa_matmul_avx2(); return t; }
-    case Isa::Avx512: { static const detail::IsaMatmul t = detail::isa_matmul_avx512(); return t; }
+    case Isa::Scalar: {
+      static const detail::IsaMatmul t = detail::isa_matmul_scalar();
+      return t;
+    }
+    case Isa::Avx2: {
+      static const detail::IsaMatmul t = detail::isa_matmul_avx2();
+      return t;
+    }
+    case Isa::Avx512: {
+      static const detail::IsaMatmul t = detail::isa_matmul_avx512();
+      return t;
+    }
     case Isa::Avx512Vnni: {
       static const detail::IsaMatmul t = detail::isa_matmul_avx512vnni();
       return t;
@@ -85,10 +103,17 @@ const detail::IsaMatmul& isa_table(Isa isa) {
 namespace detail {
 int64_t panel_bytes(DType t, int64_t cols) {
   switch (t) {
-    case DType::F32: return cols * kPanel * 4;
-    case DType::F16: case DType::BF16: return cols * kPanel * 2;
-    case DType::Q8_0: return cols / kQuantBlock * kPanel * int64_t(sizeof(BlockQ8_0));
-    case DType::Q4_0: return cols / kQuantBlock * kPanel * int64_t(sizeof(BlockQ4_0));
+    case DType::F32:
+      return cols * kPanel * 4;
+    case DType::F16:
+    case DType::BF16:
+      return cols * kPanel * 2;
+    case DType::Q8_0:
+      return cols / kQuantBlock * kPanel * int64_t(sizeof(BlockQ8_0));
+    case DType::Q4_0:
+      return cols / kQuantBlock * kPanel * int64_t(sizeof(BlockQ4_0));
+    default:
+      break;
   }
   return 0;
 }
@@ -111,10 +136,13 @@ void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows) {
       const uint8_t* row = src + size_t(r) * row_bytes;
       switch (m.type_) {
         case DType::F32:
-          for (int64_t c = 0; c < cols; ++c) std::memcpy(dst + (c * kPanel + lane) * 4, row + c * 4, 4);
+          for (int64_t c = 0; c < cols; ++c)
+            std::memcpy(dst + (c * kPanel + lane) * 4, row + c * 4, 4);
           break;
-        case DType::F16: case DType::BF16:
-          for (int64_t c = 0; c < cols; ++c) std::memcpy(dst + (c * kPanel + lane) * 2, row + c * 2, 2);
+        case DType::F16:
+        case DType::BF16:
+          for (int64_t c = 0; c < cols; ++c)
+            std::memcpy(dst + (c * kPanel + lane) * 2, row + c * 2, 2);
           break;
         case DType::Q8_0: {
           const auto* blk = reinterpret_cast<const BlockQ8_0*>(row);
@@ -137,12 +165,15 @@ void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows) {
           }
           break;
         }
+        default:
+          break;
       }
     }
   }
 }
 
-PackedMatrix PackedMatrix::pack(DType type, int64_t rows, int64_t cols, const void* file_rows) {
+PackedMatrix PackedMatrix::pack(DType type, int64_t rows, int64_t cols, const void* file_rows,
+                                const float* row_scales) {
   check_type(type, cols);
   PackedMatrix m;
   m.type_ = type;
@@ -157,13 +188,13 @@ void PackedMatrix::dequantize_row(int64_t r, float* out) const {
   detail::dequantize_packed_row(type_, data_.get() + (r / kPanel) * pb, r % kPanel, cols_, out);
 }
 
-void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_rows,
-                      const float* x, int64_t n, float* y) {
+void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_rows, const float* x,
+                      int64_t n, float* y, const float* row_scales) {
   std::vector<float> row(static_cast<size_t>(cols));
   const size_t row_bytes = size_t(dtype_row_bytes(type, cols));
   for (int64_t r = 0; r < rows; ++r) {
     shrike::dequantize_row(type, static_cast<const uint8_t*>(file_rows) + size_t(r) * row_bytes,
-                           row.data(), cols);
+                           row.data(), cols, row_scales ? row_scales[r] : 1.0f);
     for (int64_t t = 0; t < n; ++t) {
       double acc = 0;
       for (int64_t c = 0; c < cols; ++c) acc += double(row[size_t(c)]) * x[t * cols + c];
@@ -176,8 +207,12 @@ namespace {
 std::atomic<bool> g_batch_invariant{false};
 }  // namespace
 
-void set_batch_invariant(bool on) { g_batch_invariant.store(on, std::memory_order_relaxed); }
-bool batch_invariant() { return g_batch_invariant.load(std::memory_order_relaxed); }
+void set_batch_invariant(bool on) {
+  g_batch_invariant.store(on, std::memory_order_relaxed);
+}
+bool batch_invariant() {
+  return g_batch_invariant.load(std::memory_order_relaxed);
+}
 
 void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
                  ThreadPool& pool) {
@@ -218,7 +253,8 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
     a.xd = xd;
     a.xs = xs;
   }
-  const bool float_type = w.type() == DType::F32 || w.type() == DType::F16 || w.type() == DType::BF16;
+  const bool float_type =
+      w.type() == DType::F32 || w.type() == DType::F16 || w.type() == DType::BF16;
   if (float_type && k.x_pack_min_n > 0 && n >= k.x_pack_min_n) {
     constexpr int64_t B = detail::kXBlock;
     const int64_t K = w.cols(), nblk = (n + B - 1) / B;

@@ -23,7 +23,9 @@ class PackedMatrix {
   PackedMatrix() = default;
   // `file_rows` is row-major in GGUF layout: `rows` rows of dtype_row_bytes(type, cols) bytes.
   // cols must be a multiple of 32 for Q8_0 / Q4_0.
-  static PackedMatrix pack(DType type, int64_t rows, int64_t cols, const void* file_rows);
+  // Row-scale types (Q8_C, FP8_E4M3) need row_scales: one f32 per row (the NAME.scale tensor).
+  static PackedMatrix pack(DType type, int64_t rows, int64_t cols, const void* file_rows,
+                           const float* row_scales = nullptr);
 
   DType type() const { return type_; }
   int64_t rows() const { return rows_; }
@@ -63,7 +65,7 @@ bool batch_invariant();
 
 // The obviously-correct reference: dequantise each row of the file layout to f32 and take exact
 // f32 dot products (double accumulation), single-threaded.
-void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_rows,
-                      const float* x, int64_t n, float* y);
+void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_rows, const float* x,
+                      int64_t n, float* y, const float* row_scales = nullptr);
 
 }  // namespace shrike::kernels

@@ -241,6 +241,7 @@ void gemm(const GemmArgs& a, int64_t p0, int64_t p1) {
     case DType::BF16: drive<FloatFam<kBF16>>(a, p0, p1); break;
     case DType::Q8_0: drive<QuantFam<false>>(a, p0, p1); break;
     case DType::Q4_0: drive<QuantFam<true>>(a, p0, p1); break;
+    default: break;
   }
 }
 

@@ -372,6 +372,7 @@ void gemm(const GemmArgs& a, int64_t p0, int64_t p1) {
     case DType::BF16: fdrive<kBF16>(a, p0, p1); break;
     case DType::Q8_0: qdrive<false>(a, p0, p1); break;
     case DType::Q4_0: qdrive<true>(a, p0, p1); break;
+    default: break;
   }
 }
 

@@ -46,6 +46,7 @@ void dequantize_packed_row(DType type, const uint8_t* panel, int64_t lane, int64
         }
       }
       return;
+    default: break;
   }
 }
 

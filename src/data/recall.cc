@@ -1,0 +1,2 @@
+// placeholder
+#include "data/recall.h"
