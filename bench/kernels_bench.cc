@@ -3,14 +3,15 @@
 //   kernels_bench [--threads=N] [--rotate_mb=M] [google-benchmark flags]
 //
 // matmul/<type>/<isa>/<rows>x<cols>/n:<n>: Y[n][rows] = X[n][cols] * W^T. For n = 1 the counter
-// "GB/s" is weight bytes (file-format size) per second; for n > 1 "GFLOP/s" counts 2*rows*cols*n.
-// For small n the benchmark rotates over enough distinct copies of the matrix (--rotate_mb, 512 MB
-// by default) that the weights come from DRAM, as in a real forward pass.
+// "GB/s" is weight bytes (file-format size, with the row scales of q8_c / fp8) per second; for n >
+// 1 "GFLOP/s" counts 2*rows*cols*n. For small n the benchmark rotates over enough distinct copies
+// of the matrix (--rotate_mb, 512 MB by default) that the weights come from DRAM, as in a real
+// forward pass.
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -43,8 +44,8 @@ struct MatrixSet {
 MatrixSet& matrices(DType type, int64_t rows, int64_t cols, size_t copies) {
   static std::string key;
   static MatrixSet set;
-  const std::string k = std::to_string(int(type)) + "/" + std::to_string(rows) + "x" +
-                        std::to_string(cols);
+  const std::string k =
+      std::to_string(int(type)) + "/" + std::to_string(rows) + "x" + std::to_string(cols);
   if (k != key || set.mats.size() < copies) {
     set.mats.clear();
     key = k;
@@ -54,14 +55,19 @@ MatrixSet& matrices(DType type, int64_t rows, int64_t cols, size_t copies) {
     for (auto& v : f) v = dist(rng);
     const size_t rb = size_t(dtype_row_bytes(type, cols));
     std::vector<uint8_t> file(size_t(rows) * rb);
-    for (int64_t r = 0; r < rows; ++r) quantize_row(type, f.data() + r * cols, file.data() + r * rb, cols);
-    for (size_t i = 0; i < copies; ++i) set.mats.push_back(PackedMatrix::pack(type, rows, cols, file.data()));
+    std::vector<float> scales(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r)
+      quantize_row(type, f.data() + r * cols, file.data() + r * rb, cols, &scales[size_t(r)]);
+    for (size_t i = 0; i < copies; ++i)
+      set.mats.push_back(PackedMatrix::pack(type, rows, cols, file.data(), scales.data()));
   }
   return set;
 }
 
-void bm_matmul(benchmark::State& state, DType type, Isa isa, int64_t rows, int64_t cols, int64_t n) {
-  const size_t wbytes = size_t(rows) * size_t(dtype_row_bytes(type, cols));
+void bm_matmul(benchmark::State& state, DType type, Isa isa, int64_t rows, int64_t cols,
+               int64_t n) {
+  const size_t wbytes =
+      size_t(rows) * size_t(dtype_row_bytes(type, cols) + (dtype_has_row_scale(type) ? 4 : 0));
   size_t copies = 1;
   if (n <= 16) copies = size_t(g_rotate_mb) * 1024 * 1024 / wbytes + 1;
   MatrixSet& set = matrices(type, rows, cols, copies);
@@ -100,7 +106,8 @@ void bm_stream_read(benchmark::State& state) {
   float sink[64] = {};
   for (auto _ : state) {
     pool().run([&](int i, int nt) {
-      const size_t b = n * size_t(i) / size_t(nt) / 16 * 16, e = n * size_t(i + 1) / size_t(nt) / 16 * 16;
+      const size_t b = n * size_t(i) / size_t(nt) / 16 * 16,
+                   e = n * size_t(i + 1) / size_t(nt) / 16 * 16;
       float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
       for (size_t j = b; j < e; j += 16) {
         s0 += buf[j];
@@ -129,9 +136,10 @@ void bm_attention(benchmark::State& state, int64_t n_tokens, int64_t n_ctx, int6
   for (auto& e : q) e = dist(rng);
   const float* kb[1] = {kc.data()};
   const float* vb[1] = {vc.data()};
-  KvRows k{kb, n_ctx, head_dim, n_ctx * head_dim}, v{vb, n_ctx, head_dim, n_ctx * head_dim};  // head-major, as the engine stores it
-  AttentionShape s{n_tokens, n_ctx - n_tokens, n_heads, n_kv, head_dim,
-                   1.0f / std::sqrt(float(head_dim))};
+  KvRows k{kb, n_ctx, head_dim, n_ctx * head_dim},
+      v{vb, n_ctx, head_dim, n_ctx * head_dim};  // head-major, as the engine stores it
+  AttentionShape s{n_tokens, n_ctx - n_tokens, n_heads,
+                   n_kv,     head_dim,         1.0f / std::sqrt(float(head_dim))};
   for (auto _ : state) {
     attention(s, q.data(), k, v, out.data(), pool());
     benchmark::DoNotOptimize(out.data());
@@ -148,16 +156,24 @@ void bm_ops(benchmark::State& state, int which, int64_t n) {
     for (auto& e : *v) e = dist(rng);
   for (auto _ : state) {
     switch (which) {
-      case 0: rmsnorm(o.data(), a.data(), b.data(), n, 1e-5f); break;
-      case 1: silu_mul(o.data(), a.data(), b.data(), n); break;
-      case 2: softmax(a.data(), n); break;
-      case 3: rope(a.data(), n / 64, 64, 64, cs.data(), RopeLayout::NeoX); break;
+      case 0:
+        rmsnorm(o.data(), a.data(), b.data(), n, 1e-5f);
+        break;
+      case 1:
+        silu_mul(o.data(), a.data(), b.data(), n);
+        break;
+      case 2:
+        softmax(a.data(), n);
+        break;
+      case 3:
+        rope(a.data(), n / 64, 64, 64, cs.data(), RopeLayout::NeoX);
+        break;
     }
     benchmark::DoNotOptimize(o.data());
     benchmark::DoNotOptimize(a.data());
   }
-  state.counters["elems/s"] = benchmark::Counter(double(n) * double(state.iterations()),
-                                                 benchmark::Counter::kIsRate);
+  state.counters["elems/s"] =
+      benchmark::Counter(double(n) * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 
 void register_all() {
@@ -165,29 +181,40 @@ void register_all() {
   for (int which = 0; which < 4; ++which)
     for (int64_t n : {768, 2048, 8192})
       benchmark::RegisterBenchmark(("ops/" + std::string(op_names[which]) + "/" +
-                                    std::string(isa_name(active_isa())) + "/n:" + std::to_string(n)).c_str(),
+                                    std::string(isa_name(active_isa())) + "/n:" + std::to_string(n))
+                                       .c_str(),
                                    bm_ops, which, n);
-  benchmark::RegisterBenchmark("stream_read", bm_stream_read)->UseRealTime()->Unit(benchmark::kMillisecond);
-  struct Shape { int64_t rows, cols; };
-  const Shape shapes[] = {{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}, {2816, 1024}, {1024, 2816}};
-  const DType types[] = {DType::F16, DType::Q8_0, DType::Q4_0, DType::BF16, DType::F32};
+  benchmark::RegisterBenchmark("stream_read", bm_stream_read)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  struct Shape {
+    int64_t rows, cols;
+  };
+  // The last two: a 0.5B model's FFN (Qwen2.5-0.5B: 896 x 4864).
+  const Shape shapes[] = {{768, 768},   {2048, 768},  {768, 2048}, {32000, 768},
+                          {2816, 1024}, {1024, 2816}, {4864, 896}, {896, 4864}};
+  const DType types[] = {DType::F16, DType::Q8_0, DType::Q4_0,    DType::BF16,
+                         DType::F32, DType::Q8_C, DType::Q4_G128, DType::FP8_E4M3};
   for (DType type : types)
     for (const Shape& s : shapes)
-      for (int64_t n : {1, 4, 16, 128, 512})
+      for (int64_t n : {1, 4, 16, 64, 128, 512})
         for (Isa isa : supported_isas()) {
           const std::string name = "matmul/" + std::string(dtype_name(type)) + "/" +
-                                    std::string(isa_name(isa)) + "/" + std::to_string(s.rows) + "x" +
-                                    std::to_string(s.cols) + "/n:" + std::to_string(n);
-          auto* b = benchmark::RegisterBenchmark(name.c_str(), bm_matmul, type, isa, s.rows, s.cols, n);
+                                   std::string(isa_name(isa)) + "/" + std::to_string(s.rows) + "x" +
+                                   std::to_string(s.cols) + "/n:" + std::to_string(n);
+          auto* b =
+              benchmark::RegisterBenchmark(name.c_str(), bm_matmul, type, isa, s.rows, s.cols, n);
           b->UseRealTime()->Unit(benchmark::kMicrosecond);
         }
   for (int64_t hd : {64, 128}) {
     benchmark::RegisterBenchmark(("attention/decode/ctx:2048/hd:" + std::to_string(hd)).c_str(),
                                  bm_attention, 1, 2048, hd)
-        ->UseRealTime()->Unit(benchmark::kMicrosecond);
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
     benchmark::RegisterBenchmark(("attention/prefill/n:512/hd:" + std::to_string(hd)).c_str(),
                                  bm_attention, 512, 512, hd)
-        ->UseRealTime()->Unit(benchmark::kMillisecond);
+        ->UseRealTime()
+        ->Unit(benchmark::kMillisecond);
   }
 }
 

@@ -23,7 +23,7 @@ void dequantize_packed_row(DType type, const uint8_t* panel, int64_t lane, int64
 using detail::kPanel;
 
 struct PackedMatrixAccess {
-  static void pack_into(PackedMatrix& m, const void* file_rows);
+  static void pack_into(PackedMatrix& m, const void* file_rows, const float* row_scales);
 };
 
 namespace {
@@ -37,18 +37,29 @@ void check_type(DType type, int64_t cols) {
     case DType::F32:
     case DType::F16:
     case DType::BF16:
+    case DType::Q8_C:  // any cols: the packed rows are zero-padded to a multiple of 32
+    case DType::FP8_E4M3:
       return;
     case DType::Q8_0:
     case DType::Q4_0:
       if (cols % kQuantBlock != 0)
         throw std::invalid_argument("matmul: cols must be a multiple of 32 for quantised weights");
       return;
-    default:
-      break;  // shrike types: kernels being written
+    case DType::Q4_G128:
+      if (cols % kQ4G128Block != 0)
+        throw std::invalid_argument("matmul: cols must be a multiple of 128 for q4_g128 weights");
+      return;
   }
   throw std::invalid_argument("matmul: unsupported weight type " +
                               std::to_string(static_cast<uint32_t>(type)));
 }
+
+int64_t round_up(int64_t v, int64_t m) {
+  return (v + m - 1) / m * m;
+}
+
+// Row-scale types (Q8_C, FP8) keep the 16 rows' scales as the first 64 bytes of each panel.
+constexpr int64_t kScaleBytes = kPanel * 4;
 
 // Scratch that grows and is kept per thread: no allocation per call in the steady state.
 struct Scratch {
@@ -98,6 +109,33 @@ const detail::IsaMatmul& isa_table(Isa isa) {
   throw std::invalid_argument("matmul: unknown ISA");
 }
 
+// FP8 decode reads each e4m3 byte as an f32 bit pattern worth value * 2^-120 (see
+// matmul_avx512.cc), so x is scaled by 2^k to keep the products far from the subnormal range:
+// max|x| * 2^k lands in [2^99, 2^100) (k clamped to [0, 240], so 2^(120 - k) is a normal float);
+// products then stay below 2^-11 per column and only terms 2^-97 below max|x| could underflow.
+// Writes x * 2^k to out and returns 2^(120 - k).
+float scale_for_fp8_decode(const float* x, int64_t n, float* out) {
+  uint32_t amax_bits = 0;  // |x| as bits: orders like the values (NaN above inf)
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, &x[i], 4);
+    b &= 0x7fffffffu;
+    amax_bits = b > amax_bits ? b : amax_bits;
+  }
+  const int e = int(amax_bits >> 23);  // biased exponent; 0: zero or subnormal; 255: inf / NaN
+  int k = 0;
+  if (e != 255 && amax_bits != 0) k = std::clamp(99 - (std::max(e, 1) - 127), 0, 240);
+  auto pow2 = [](int j) {  // j in [-126, 127]
+    const uint32_t b = uint32_t(j + 127) << 23;
+    float f;
+    std::memcpy(&f, &b, 4);
+    return f;
+  };
+  const float f1 = pow2(std::min(k, 127)), f2 = pow2(k - std::min(k, 127));
+  for (int64_t i = 0; i < n; ++i) out[i] = x[i] * f1 * f2;
+  return pow2(120 - k);
+}
+
 }  // namespace
 
 namespace detail {
@@ -112,14 +150,19 @@ int64_t panel_bytes(DType t, int64_t cols) {
       return cols / kQuantBlock * kPanel * int64_t(sizeof(BlockQ8_0));
     case DType::Q4_0:
       return cols / kQuantBlock * kPanel * int64_t(sizeof(BlockQ4_0));
-    default:
-      break;
+    case DType::Q8_C:
+      return kScaleBytes + round_up(cols, kQuantBlock) * kPanel;
+    case DType::Q4_G128:
+      return cols / kQ4G128Block * kPanel * int64_t(sizeof(BlockQ4_G128));
+    case DType::FP8_E4M3:
+      return kScaleBytes + round_up(cols * kPanel, 64);
   }
   return 0;
 }
 }  // namespace detail
 
-void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows) {
+void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows,
+                                   const float* row_scales) {
   const int64_t rows = m.rows_, cols = m.cols_;
   const int64_t pb = detail::panel_bytes(m.type_, cols);
   const size_t row_bytes = size_t(dtype_row_bytes(m.type_, cols));
@@ -128,12 +171,16 @@ void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows) {
   m.data_ = aligned_alloc_bytes(size_t(np * pb));
   uint8_t* dst0 = m.data_.get();
   std::memset(dst0, 0, size_t(np * pb));
+  const int64_t q8c_blocks = (cols + kQuantBlock - 1) / kQuantBlock;
   for (int64_t p = 0; p < np; ++p) {
     uint8_t* dst = dst0 + p * pb;
+    if (m.type_ == DType::Q8_C)  // every weight 0 (stored + 128), padding included
+      std::memset(dst + kScaleBytes, 0x80, size_t(pb - kScaleBytes));
     for (int64_t lane = 0; lane < kPanel; ++lane) {
       const int64_t r = p * kPanel + lane;
       if (r >= rows) break;
       const uint8_t* row = src + size_t(r) * row_bytes;
+      if (dtype_has_row_scale(m.type_)) std::memcpy(dst + lane * 4, &row_scales[r], 4);
       switch (m.type_) {
         case DType::F32:
           for (int64_t c = 0; c < cols; ++c)
@@ -165,7 +212,26 @@ void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows) {
           }
           break;
         }
-        default:
+        case DType::Q8_C:
+          for (int64_t b = 0; b < q8c_blocks; ++b) {
+            uint8_t* o = dst + kScaleBytes + b * kPanel * kQuantBlock;
+            for (int64_t c = b * kQuantBlock; c < std::min(cols, (b + 1) * kQuantBlock); ++c)
+              o[(c % 32) / 4 * 64 + lane * 4 + c % 4] = row[c] ^ 0x80;
+          }
+          break;
+        case DType::Q4_G128: {
+          const auto* blk = reinterpret_cast<const BlockQ4_G128*>(row);
+          for (int64_t g = 0; g < cols / kQ4G128Block; ++g) {
+            uint8_t* o = dst + g * kPanel * int64_t(sizeof(BlockQ4_G128));
+            std::memcpy(o + lane * 2, &blk[g].d, 2);
+            std::memcpy(o + 32 + lane * 2, &blk[g].m, 2);
+            for (int j = 0; j < 16; ++j)
+              for (int k = 0; k < 4; ++k) o[64 + j * 64 + lane * 4 + k] = blk[g].qs[4 * j + k];
+          }
+          break;
+        }
+        case DType::FP8_E4M3:
+          for (int64_t c = 0; c < cols; ++c) dst[kScaleBytes + c * kPanel + lane] = row[c];
           break;
       }
     }
@@ -175,11 +241,15 @@ void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows) {
 PackedMatrix PackedMatrix::pack(DType type, int64_t rows, int64_t cols, const void* file_rows,
                                 const float* row_scales) {
   check_type(type, cols);
+  if (rows < 0 || cols < 0) throw std::invalid_argument("matmul: negative matrix shape");
+  if (dtype_has_row_scale(type) && row_scales == nullptr && rows > 0)
+    throw std::invalid_argument("matmul: " + std::string(dtype_name(type)) +
+                                " weights need their row scales");
   PackedMatrix m;
   m.type_ = type;
   m.rows_ = rows;
   m.cols_ = cols;
-  PackedMatrixAccess::pack_into(m, file_rows);
+  PackedMatrixAccess::pack_into(m, file_rows, row_scales);
   return m;
 }
 
@@ -229,22 +299,44 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
   a.y = y;
   a.invariant = batch_invariant();
   const int nt = pool.size();
-  const bool quantised = (w.type() == DType::Q8_0 || w.type() == DType::Q4_0) && k.quantize;
+  const DType type = w.type();
+  const bool quantised = (type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q8_C ||
+                          type == DType::Q4_G128) &&
+                         k.quantize;
   if (quantised) {
-    const int64_t nb = w.cols() / kQuantBlock;
-    const size_t q_bytes = (size_t(n * w.cols()) + 63) & ~size_t(63);
+    const int64_t K = w.cols(), kq = round_up(K, kQuantBlock), nb = kq / kQuantBlock;
+    const int64_t ng = type == DType::Q4_G128 ? K / kQ4G128Block : 0;
+    const size_t q_bytes = (size_t(n * kq) + 63) & ~size_t(63);
     const size_t d_bytes = (size_t(n * nb) * 4 + 63) & ~size_t(63);
+    const size_t m_bytes = (size_t(n * ng) * 4 + 63) & ~size_t(63);
     static thread_local Scratch scratch;
-    uint8_t* buf = scratch.get(q_bytes + 2 * d_bytes);
+    uint8_t* buf = scratch.get(q_bytes + 2 * d_bytes + m_bytes);
     auto* xq = reinterpret_cast<int8_t*>(buf);
     auto* xd = reinterpret_cast<float*>(buf + q_bytes);
     auto* xs = reinterpret_cast<int32_t*>(buf + q_bytes + d_bytes);
-    const int32_t offset = w.type() == DType::Q4_0 ? 8 : k.q8_offset;
+    auto* xm = reinterpret_cast<float*>(buf + q_bytes + 2 * d_bytes);
+    // Q4_0 nibbles carry an offset of 8; Q4_G128 nibbles none, but its minimum needs the plain
+    // block sums (offset -1); Q8 weights are read as w + q8_offset.
+    const int32_t offset = type == DType::Q4_0 ? 8 : type == DType::Q4_G128 ? -1 : k.q8_offset;
     auto quantize_rows = [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t)
-        k.quantize(x + t * w.cols(), w.cols(), xq + t * w.cols(), xd + t * nb, xs + t * nb, offset);
+      std::vector<float> padded(K == kq ? 0 : size_t(kq), 0.0f);  // Q8_C rows of any length
+      for (int64_t t = t0; t < t1; ++t) {
+        const float* xt = x + t * K;
+        if (K != kq) {
+          std::copy(xt, xt + K, padded.begin());
+          xt = padded.data();
+        }
+        k.quantize(xt, kq, xq + t * kq, xd + t * nb, xs + t * nb, offset);
+        for (int64_t g = 0; g < ng; ++g) {
+          const float* d = xd + t * nb + 4 * g;
+          const int32_t* s = xs + t * nb + 4 * g;
+          float sum = d[0] * float(s[0]);
+          for (int j = 1; j < 4; ++j) sum += d[j] * float(s[j]);
+          xm[t * ng + g] = sum;
+        }
+      }
     };
-    if (nt == 1 || n * w.cols() < 16384) {
+    if (nt == 1 || n * K < 16384) {
       quantize_rows(0, n);
     } else {
       pool.run([&](int i, int nthr) { quantize_rows(n * i / nthr, n * (i + 1) / nthr); });
@@ -252,9 +344,11 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
     a.xq = xq;
     a.xd = xd;
     a.xs = xs;
+    a.kq = kq;
+    a.xm = xm;
   }
   const bool float_type =
-      w.type() == DType::F32 || w.type() == DType::F16 || w.type() == DType::BF16;
+      type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::FP8_E4M3;
   if (float_type && k.x_pack_min_n > 0 && n >= k.x_pack_min_n) {
     constexpr int64_t B = detail::kXBlock;
     const int64_t K = w.cols(), nblk = (n + B - 1) / B;
@@ -278,6 +372,12 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
       pool.run([&](int i, int nthr) { pack_blocks(nblk * i / nthr, nblk * (i + 1) / nthr); });
     }
     a.xp = xp;
+  }
+  if (type == DType::FP8_E4M3 && n == 1 && !a.invariant && k.quantize) {  // SIMD targets
+    static thread_local Scratch x8scratch;
+    auto* x8 = reinterpret_cast<float*>(x8scratch.get(size_t(w.cols()) * 4));
+    a.x8_unscale = scale_for_fp8_decode(x, w.cols(), x8);
+    a.x8 = x8;
   }
   const int64_t np = n_panels(w.rows());
   if (nt == 1) {

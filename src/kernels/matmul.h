@@ -22,16 +22,21 @@ class PackedMatrix {
  public:
   PackedMatrix() = default;
   // `file_rows` is row-major in GGUF layout: `rows` rows of dtype_row_bytes(type, cols) bytes.
-  // cols must be a multiple of 32 for Q8_0 / Q4_0.
-  // Row-scale types (Q8_C, FP8_E4M3) need row_scales: one f32 per row (the NAME.scale tensor).
+  // cols must be a multiple of 32 for Q8_0 / Q4_0, of 128 for Q4_G128.
+  // Row-scale types (Q8_C, FP8_E4M3) need row_scales: one f32 per row (the NAME.scale tensor);
+  // std::invalid_argument without them.
   static PackedMatrix pack(DType type, int64_t rows, int64_t cols, const void* file_rows,
                            const float* row_scales = nullptr);
 
   DType type() const { return type_; }
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
-  // Bytes of weight data one full product reads (what the decode roofline counts).
-  size_t weight_bytes() const { return size_t(rows_) * size_t(dtype_row_bytes(type_, cols_)); }
+  // Bytes of weight data one full product reads (what the decode roofline counts): the file's
+  // rows, plus the row scales of Q8_C / FP8_E4M3.
+  size_t weight_bytes() const {
+    return size_t(rows_) *
+           size_t(dtype_row_bytes(type_, cols_) + (dtype_has_row_scale(type_) ? 4 : 0));
+  }
   // Row r dequantised to f32 (embedding lookup, tests). out has cols() floats.
   void dequantize_row(int64_t r, float* out) const;
 
@@ -46,9 +51,9 @@ class PackedMatrix {
 };
 
 // Y = X · Wᵀ: x is [n][cols] f32 row-major, y is [n][rows] f32 row-major. Work is split over the
-// pool. Uses active_isa(). For Q8_0 / Q4_0 the activations may be quantised to 8 bits per block of
-// 32 (as llama.cpp does) where that is faster; the result then differs from the exact product by
-// that rounding only.
+// pool. Uses active_isa(). For Q8_0 / Q4_0 / Q8_C / Q4_G128 the activations may be quantised to
+// 8 bits per block of 32 (as llama.cpp does) where that is faster; the result then differs from
+// the exact product by that rounding only.
 void matmul(const PackedMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool);
 // Same, computed with a given ISA (must be supported): for tests and benchmarks.
 void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
@@ -56,10 +61,10 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
 
 // Batch invariance: when on, the product for a single token (n = 1) sums in the same order as
 // for that token inside a batch of any size, so a sequence's output does not depend on what else
-// shares the step (serving with continuous batching). Quantised types (Q8_0 / Q4_0) sum in one
-// order regardless; for float weights the fast single-token kernels (several accumulators per
-// row) are given up, which costs about a quarter of single-sequence decode speed. Off by
-// default; process-wide.
+// shares the step (serving with continuous batching). Quantised types (Q8_0 / Q4_0 / Q8_C /
+// Q4_G128) sum in one order regardless; for float weights (FP8_E4M3 included) the fast
+// single-token kernels (several accumulators per row) are given up, which costs about a quarter of
+// single-sequence decode speed. Off by default; process-wide.
 void set_batch_invariant(bool on);
 bool batch_invariant();
 

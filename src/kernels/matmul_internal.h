@@ -15,6 +15,16 @@
 //       Q4_0: 4 groups; group g holds file bytes qs[4g..4g+3] of each row, so the low nibbles are
 //             columns 4g..4g+3 and the high nibbles columns 16+4g..16+4g+3 (unsigned 0..15).
 //     A panel is 16 rows * cols/32 blocks * 34 (Q8_0) or 18 (Q4_0) bytes, exactly the file size.
+//   Q8_C: the 16 rows' f32 scales (64 bytes), then for each block of 32 columns (cols rounded up
+//     to 32, the padding columns hold 0) the quants as Q8_0 has them: 8 groups of 4 columns x 16
+//     rows, stored as w + 128. 64 + 512 * ceil(cols/32) bytes.
+//   Q4_G128: for each group of 128 columns: 16 f16 scales d (32 bytes), 16 f16 minima m (32
+//     bytes), then 16 groups of 4 file bytes x 16 rows (64 bytes each): group j holds qs[4j..4j+3]
+//     of each row, so its low nibbles are columns 4j..4j+3 and its high nibbles columns
+//     64+4j..64+4j+3. Block b of 32 columns is the low (b = 0, 1) or high (b = 2, 3) nibbles of
+//     groups 8(b%2)..8(b%2)+7. 16 * 68 bytes per group: exactly the file size.
+//   FP8_E4M3: the 16 rows' f32 scales (64 bytes), then column-major bytes as the float types
+//     (16 per column), padded to a multiple of 64 bytes.
 #pragma once
 
 #include <cstdint>
@@ -37,11 +47,22 @@ struct GemmArgs {
   // Optional packed copy of x for float types, blocks of kXBlock tokens (the last block
   // zero-padded): xp[(t / 16) * 16 * cols + c * 16 + t % 16]. Null when not packed.
   const float* xp;
-  // Quantised activations (Q8_0 / Q4_0): xq [n][cols] int8, xd [n][cols/32] scales,
-  // xs [n][cols/32] = -offset * sum(xq of the block) (the accumulator's starting value).
+  // FP8 decode (n = 1, not batch-invariant): x * 2^k (k chosen from max|x|, see matmul.cc) for
+  // the kernels that read e4m3 bytes as f32 bit patterns worth value * 2^-120; their sums are
+  // multiplied by x8_unscale = 2^(120 - k) (and the row scales) at the end. Null otherwise.
+  const float* x8;
+  float x8_unscale;
+  // Quantised activations (Q8_0 / Q4_0 / Q8_C / Q4_G128): xq [n][kq] int8 (kq = cols rounded
+  // up to 32, the padding quantised from zeros), xd [n][kq/32] scales, xs [n][kq/32] =
+  // -offset * sum(xq of the block) (the accumulator's starting value; for Q4_G128, whose nibbles
+  // need no offset, offset = -1: xs is the block's plain sum).
   const int8_t* xq;
   const float* xd;
   const int32_t* xs;
+  int64_t kq;
+  // Q4_G128: xm [n][cols/128] = sum over the group's 4 blocks, in order, of xd * float(xs): the
+  // group's sum of quantised activations, which multiplies the minimum m.
+  const float* xm;
   float* y;  // [n][rows]
   // Sum in the batched kernels' order even for n = 1 (see set_batch_invariant).
   bool invariant;
@@ -57,8 +78,8 @@ using GemmFn = void (*)(const GemmArgs& a, int64_t p0, int64_t p1);
 struct IsaMatmul {
   GemmFn gemm;
   QuantizeRowFn quantize;
-  int32_t q8_offset;  // activation-sum correction for Q8_0 (128 when weights are read as w + 128)
-  int64_t panel_align;  // thread ranges are cut at multiples of this many panels
+  int32_t q8_offset;     // activation-sum correction for Q8_0 / Q8_C (128: weights read as w + 128)
+  int64_t panel_align;   // thread ranges are cut at multiples of this many panels
   int64_t x_pack_min_n;  // float types: pack x (GemmArgs::xp) when n >= this; 0 = never
 };
 

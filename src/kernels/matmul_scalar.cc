@@ -46,7 +46,36 @@ void dequantize_packed_row(DType type, const uint8_t* panel, int64_t lane, int64
         }
       }
       return;
-    default: break;
+    case DType::Q8_C: {
+      float scale;
+      std::memcpy(&scale, panel + lane * 4, 4);
+      for (int64_t c = 0; c < cols; ++c) {
+        const uint8_t v = panel[kPanel * 4 + c / 32 * 512 + (c % 32) / 4 * 64 + lane * 4 + c % 4];
+        out[c] = float(int8_t(v ^ 0x80)) * scale;  // as shrike::dequantize_row computes it
+      }
+      return;
+    }
+    case DType::Q4_G128:
+      for (int64_t g = 0; g < cols / kQ4G128Block; ++g) {
+        const uint8_t* o = panel + g * kPanel * int64_t(sizeof(BlockQ4_G128));
+        uint16_t hd, hm;
+        std::memcpy(&hd, o + lane * 2, 2);
+        std::memcpy(&hm, o + 32 + lane * 2, 2);
+        const float d = fp16_to_fp32(hd), m = fp16_to_fp32(hm);
+        for (int j = 0; j < 64; ++j) {
+          const uint8_t v = o[64 + (j / 4) * 64 + lane * 4 + j % 4];
+          out[g * 128 + j] = float(v & 0x0f) * d + m;
+          out[g * 128 + j + 64] = float(v >> 4) * d + m;
+        }
+      }
+      return;
+    case DType::FP8_E4M3: {
+      float scale;
+      std::memcpy(&scale, panel + lane * 4, 4);
+      for (int64_t c = 0; c < cols; ++c)
+        out[c] = fp8_e4m3_to_fp32(panel[kPanel * 4 + c * kPanel + lane]) * scale;
+      return;
+    }
   }
 }
 
@@ -75,6 +104,8 @@ void gemm_scalar(const GemmArgs& a, int64_t p0, int64_t p1) {
 
 }  // namespace
 
-IsaMatmul isa_matmul_scalar() { return IsaMatmul{gemm_scalar, nullptr, 0, 1, 0}; }
+IsaMatmul isa_matmul_scalar() {
+  return IsaMatmul{gemm_scalar, nullptr, 0, 1, 0};
+}
 
 }  // namespace shrike::kernels::detail

@@ -34,20 +34,29 @@ class MatmulInvariance : public ::testing::TestWithParam<DType> {};
 
 TEST_P(MatmulInvariance, EachTokenOfABatchEqualsItsProductAlone) {
   const DType type = GetParam();
-  const InvariantScope invariant(type == DType::F32 || type == DType::F16 || type == DType::BF16);
+  const InvariantScope invariant(type == DType::F32 || type == DType::F16 || type == DType::BF16 ||
+                                 type == DType::FP8_E4M3);
   std::mt19937 rng(11);
-  // 200 rows: several panel groups plus a partial panel; 96 columns (Q types need 32k).
-  const int64_t rows = 200, cols = 96;
+  // 200 rows: several panel groups plus a partial panel; 96 columns (Q types need 32k; Q8_C
+  // takes any: 100 exercises its padding), 256 for Q4_G128 (groups of 128), 600 for FP8 (the
+  // AVX2 batch kernel converts chunks of 256 columns).
+  const int64_t rows = 200;
+  const int64_t cols = type == DType::Q4_G128    ? 256
+                       : type == DType::Q8_C     ? 100
+                       : type == DType::FP8_E4M3 ? 600
+                                                 : 96;
   const auto wf = randn(size_t(rows * cols), rng);
   std::vector<uint8_t> file(size_t(rows * dtype_row_bytes(type, cols)));
+  std::vector<float> scales(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r)
-    quantize_row(type, wf.data() + r * cols, file.data() + r * dtype_row_bytes(type, cols), cols);
-  const auto w = PackedMatrix::pack(type, rows, cols, file.data());
+    quantize_row(type, wf.data() + r * cols, file.data() + r * dtype_row_bytes(type, cols), cols,
+                 &scales[size_t(r)]);
+  const auto w = PackedMatrix::pack(type, rows, cols, file.data(), scales.data());
   for (Isa isa : supported_isas()) {
     for (int threads : {1, 2}) {
       ThreadPool pool(threads);
       // Batch sizes through every kernel path: 1, small tiles, tails, packed prefill blocks.
-      for (int64_t n : {2, 3, 7, 8, 9, 16, 17, 40}) {
+      for (int64_t n : {2, 3, 5, 7, 8, 9, 16, 17, 33, 40}) {
         const auto x = randn(size_t(n * cols), rng);
         std::vector<float> y(size_t(n * rows)), one(static_cast<size_t>(rows));
         matmul_with(isa, w, x.data(), n, y.data(), pool);
@@ -64,7 +73,8 @@ TEST_P(MatmulInvariance, EachTokenOfABatchEqualsItsProductAlone) {
 
 INSTANTIATE_TEST_SUITE_P(Types, MatmulInvariance,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0,
-                                           DType::Q4_0),
+                                           DType::Q4_0, DType::Q8_C, DType::Q4_G128,
+                                           DType::FP8_E4M3),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Attention of n queries at pos0 in one call, and in a batch of jobs, equals each query alone;

@@ -1,17 +1,21 @@
 // Every matmul kernel (each ISA in supported_isas(), 1 and 2 threads) against matmul_reference.
-#include <gtest/gtest.h>
+#include "kernels/matmul.h"
 
+#include <gtest/gtest.h>
+#include <xmmintrin.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "kernels/isa.h"
-#include "kernels/matmul.h"
 
 namespace shrike::kernels {
 namespace {
@@ -21,17 +25,39 @@ struct Case {
   int64_t rows, cols, n;
 };
 
-std::vector<uint8_t> random_weights(DType type, int64_t rows, int64_t cols, std::mt19937& rng) {
+// A weight tensor in file layout, with its row scales for the row-scale types (else empty).
+struct Weights {
+  std::vector<uint8_t> file;
+  std::vector<float> scales;
+  const float* scale_ptr() const { return scales.empty() ? nullptr : scales.data(); }
+  float scale(int64_t r) const { return scales.empty() ? 1.0f : scales[size_t(r)]; }
+};
+
+Weights random_weights(DType type, int64_t rows, int64_t cols, std::mt19937& rng) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> f(size_t(rows * cols));
   for (auto& v : f) v = dist(rng);
   // A few exact zeros and large values to exercise rounding and saturation-prone cases.
   if (!f.empty()) f[0] = 0.0f;
   if (f.size() > 5) f[5] = 7.5f;
-  std::vector<uint8_t> file(size_t(rows * dtype_row_bytes(type, cols)));
+  // Rows of very different magnitudes (row scales, FP8 subnormals), and an all-zero row.
+  for (int64_t r = 1; r < rows; r += 3)
+    for (int64_t c = 0; c < cols; ++c) f[size_t(r * cols + c)] *= r % 2 ? 1e-3f : 50.0f;
+  if (rows > 2)
+    for (int64_t c = 0; c < cols; ++c) f[size_t(2 * cols + c)] = 0.0f;
+  Weights w;
   const size_t rb = size_t(dtype_row_bytes(type, cols));
-  for (int64_t r = 0; r < rows; ++r) quantize_row(type, f.data() + r * cols, file.data() + r * rb, cols);
-  return file;
+  w.file.resize(size_t(rows) * rb);
+  if (dtype_has_row_scale(type)) w.scales.resize(size_t(rows));
+  for (int64_t r = 0; r < rows; ++r)
+    quantize_row(type, f.data() + r * cols, w.file.data() + size_t(r) * rb, cols,
+                 w.scales.empty() ? nullptr : &w.scales[size_t(r)]);
+  return w;
+}
+
+bool activation_quantised(DType type) {
+  return type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q8_C ||
+         type == DType::Q4_G128;
 }
 
 // Tolerances, relative to sum_c |w_rc * x_tc| (the scale of the rounding error of any summation):
@@ -44,14 +70,46 @@ std::vector<uint8_t> random_weights(DType type, int64_t rows, int64_t cols, std:
 //    bounded by (absmax/|x|) / 254; for Gaussian data the errors are random-signed and the
 //    observed relative error is ~1e-3. We allow 1/127 (worst-case step, not half step) of
 //    sum_c |w_rc| * absmax(x block): a provable bound, checked separately.
+//  * Q8_C / Q4_G128 quantise the activations the same way, and their kernels compute the exact
+//    product of the stored weights with the quantised activations (integer dots, then f32
+//    scaling), so the same block bound holds. Q4_G128 splits each weight into d * q + m and sums
+//    the two parts separately; the parts are at most a few times sum|w*x|, so their f32
+//    rounding stays far below the 1e-5 * sum|w*x| added to the bound.
+//  * FP8 is a float type: exact products of the stored e4m3 values (their f16 / f32 images are
+//    exact up to powers of two, which scale without rounding), f32 sums, and one multiply by the
+//    row scale at the end instead of one per weight: 1e-5.
+// The block bound is loose (a wrong block scale can hide inside it), so the SIMD results of the
+// activation-quantised types are also compared with the exact product of the weights and the
+// activations quantised as the kernels do (quantised_activations): only f32 rounding separates
+// the two, 1e-5 of sum|w * x~| (Q4_G128: its weights d * q + m are rounded once more in the
+// reference, relative to |d * q| + |m| <= a few |w|: still far below 1e-5).
 double tolerance_for(DType type, Isa isa) {
-  if (type == DType::Q8_0 || type == DType::Q4_0) return isa == Isa::Scalar ? 1e-5 : -1;  // -1: block bound
+  if (activation_quantised(type)) return isa == Isa::Scalar ? 1e-5 : -1;  // -1: block bound
   return 1e-5;
+}
+
+// x quantised per block of 32 (the last one possibly shorter, as Q8_C pads it with zeros) the
+// way the SIMD kernels do: d = absmax / 127 in f32, q = round-to-nearest-even(x * (1 / d)),
+// then dequantised (exactly, in double).
+std::vector<double> quantised_activations(const float* x, int64_t cols) {
+  std::vector<double> out(static_cast<size_t>(cols));
+  for (int64_t b = 0; b < cols; b += 32) {
+    const int64_t e = std::min(b + 32, cols);
+    float amax = 0;
+    for (int64_t k = b; k < e; ++k) amax = std::max(amax, std::fabs(x[k]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int64_t k = b; k < e; ++k) {
+      const float v = x[k] * id;
+      out[size_t(k)] = double(std::nearbyint(v)) * double(d);
+    }
+  }
+  return out;
 }
 
 void check_case(const Case& c, Isa isa, int threads, uint32_t seed) {
   std::mt19937 rng(seed);
-  const auto file = random_weights(c.type, c.rows, c.cols, rng);
+  const Weights wt = random_weights(c.type, c.rows, c.cols, rng);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<float> x(size_t(c.n * c.cols));
   for (auto& v : x) v = dist(rng);
@@ -62,8 +120,9 @@ void check_case(const Case& c, Isa isa, int threads, uint32_t seed) {
     x[size_t(c.cols / 2)] = -300.0f;
   }
   std::vector<float> want(size_t(c.n * c.rows)), got(size_t(c.n * c.rows), NAN);
-  matmul_reference(c.type, c.rows, c.cols, file.data(), x.data(), c.n, want.data());
-  const PackedMatrix w = PackedMatrix::pack(c.type, c.rows, c.cols, file.data());
+  matmul_reference(c.type, c.rows, c.cols, wt.file.data(), x.data(), c.n, want.data(),
+                   wt.scale_ptr());
+  const PackedMatrix w = PackedMatrix::pack(c.type, c.rows, c.cols, wt.file.data(), wt.scale_ptr());
   ThreadPool pool(threads);
   matmul_with(isa, w, x.data(), c.n, got.data(), pool);
 
@@ -72,7 +131,7 @@ void check_case(const Case& c, Isa isa, int threads, uint32_t seed) {
   const size_t rb = size_t(dtype_row_bytes(c.type, c.cols));
   int bad = 0;
   for (int64_t r = 0; r < c.rows && bad < 5; ++r) {
-    dequantize_row(c.type, file.data() + r * rb, row.data(), c.cols);
+    dequantize_row(c.type, wt.file.data() + size_t(r) * rb, row.data(), c.cols, wt.scale(r));
     for (int64_t t = 0; t < c.n && bad < 5; ++t) {
       const float* xt = x.data() + t * c.cols;
       double abs_sum = 0, bound = 0;
@@ -80,7 +139,7 @@ void check_case(const Case& c, Isa isa, int threads, uint32_t seed) {
       if (tol < 0) {
         for (int64_t b = 0; b < c.cols; b += 32) {
           double amax = 0, wsum = 0;
-          for (int64_t k = b; k < b + 32; ++k) {
+          for (int64_t k = b; k < std::min(b + 32, c.cols); ++k) {
             amax = std::max(amax, double(std::fabs(xt[k])));
             wsum += std::fabs(row[size_t(k)]);
           }
@@ -97,28 +156,82 @@ void check_case(const Case& c, Isa isa, int threads, uint32_t seed) {
                       << " rows=" << c.rows << " cols=" << c.cols << " n=" << c.n << " at r=" << r
                       << " t=" << t << ": got " << g << " want " << e << " bound " << bound;
       }
+      if (tol < 0) {
+        const std::vector<double> xq = quantised_activations(xt, c.cols);
+        double eq = 0, abs_q = 0;
+        for (int64_t k = 0; k < c.cols; ++k) {
+          eq += double(row[size_t(k)]) * xq[size_t(k)];
+          abs_q += std::fabs(double(row[size_t(k)]) * xq[size_t(k)]);
+        }
+        if (!(std::fabs(g - eq) <= 1e-5 * abs_q + 1e-30)) {
+          ++bad;
+          ADD_FAILURE() << dtype_name(c.type) << " " << isa_name(isa) << " threads=" << threads
+                        << " rows=" << c.rows << " cols=" << c.cols << " n=" << c.n << " at r=" << r
+                        << " t=" << t << ": got " << g << " want (quantised activations) " << eq;
+        }
+      }
     }
   }
 }
 
 std::vector<Case> float_cases(DType t) {
-  return {{t, 1, 1, 1},   {t, 3, 31, 1},  {t, 33, 33, 1}, {t, 31, 3, 3},  {t, 17, 64, 5},
-          {t, 70, 100, 9}, {t, 64, 255, 16}, {t, 4095, 33, 2}, {t, 33, 4095, 1}, {t, 129, 96, 37},
-          {t, 300, 2050, 40}};
+  return {{t, 1, 1, 1},     {t, 3, 31, 1},    {t, 33, 33, 1},    {t, 31, 3, 3},
+          {t, 17, 64, 5},   {t, 70, 100, 9},  {t, 64, 255, 16},  {t, 4095, 33, 2},
+          {t, 33, 4095, 1}, {t, 129, 96, 37}, {t, 300, 2050, 40}};
 }
 std::vector<Case> quant_cases(DType t) {
-  return {{t, 1, 32, 1},  {t, 3, 96, 1},  {t, 33, 32, 3},   {t, 31, 64, 5},  {t, 17, 96, 9},
-          {t, 70, 128, 16}, {t, 4095, 32, 2}, {t, 33, 4064, 1}, {t, 19, 4128, 4}, {t, 129, 96, 37},
-          {t, 300, 4128, 40}};
+  return {{t, 1, 32, 1},    {t, 3, 96, 1},    {t, 33, 32, 3},    {t, 31, 64, 5},
+          {t, 17, 96, 9},   {t, 70, 128, 16}, {t, 4095, 32, 2},  {t, 33, 4064, 1},
+          {t, 19, 4128, 4}, {t, 129, 96, 37}, {t, 300, 4128, 40}};
+}
+// Groups of 128 columns; rows not a multiple of 16; n through decode, small-batch tiles and their
+// tails, and prefill tiles with tails.
+std::vector<Case> q4g128_cases() {
+  const DType t = DType::Q4_G128;
+  return {{t, 1, 128, 1},   {t, 3, 256, 1},    {t, 33, 128, 3},   {t, 31, 384, 5},
+          {t, 17, 128, 9},  {t, 70, 256, 17},  {t, 4095, 128, 2}, {t, 33, 4096, 1},
+          {t, 19, 4224, 4}, {t, 129, 640, 33}, {t, 300, 1152, 40}};
+}
+// Q8_C takes any number of columns (rows zero-padded to 32 in the packed layout).
+std::vector<Case> q8c_cases() {
+  std::vector<Case> c = quant_cases(DType::Q8_C);
+  for (const Case& e : std::vector<Case>{{DType::Q8_C, 5, 1, 1},
+                                         {DType::Q8_C, 17, 33, 3},
+                                         {DType::Q8_C, 33, 100, 5},
+                                         {DType::Q8_C, 18, 4095, 17},
+                                         {DType::Q8_C, 47, 200, 33}})
+    c.push_back(e);
+  return c;
+}
+std::vector<Case> fp8_cases() {
+  std::vector<Case> c = float_cases(DType::FP8_E4M3);
+  c.push_back({DType::FP8_E4M3, 45, 77, 17});
+  c.push_back({DType::FP8_E4M3, 20, 130, 33});
+  return c;
+}
+
+std::vector<Case> cases_for(DType type) {
+  switch (type) {
+    case DType::Q8_0:
+    case DType::Q4_0:
+      return quant_cases(type);
+    case DType::Q8_C:
+      return q8c_cases();
+    case DType::Q4_G128:
+      return q4g128_cases();
+    case DType::FP8_E4M3:
+      return fp8_cases();
+    default:
+      return float_cases(type);
+  }
 }
 
 class MatmulTest : public ::testing::TestWithParam<DType> {};
 
 TEST_P(MatmulTest, MatchesReferenceOnEveryIsaAndThreadCount) {
   const DType type = GetParam();
-  const bool quant = type == DType::Q8_0 || type == DType::Q4_0;
   uint32_t seed = 1;
-  for (const Case& c : quant ? quant_cases(type) : float_cases(type))
+  for (const Case& c : cases_for(type))
     for (Isa isa : supported_isas())
       for (int threads : {1, 2}) check_case(c, isa, threads, seed++);
 }
@@ -127,14 +240,14 @@ TEST_P(MatmulTest, PackDequantizeRoundTripIsExact) {
   const DType type = GetParam();
   std::mt19937 rng(7);
   for (int64_t rows : {1, 17, 40}) {
-    const int64_t cols = 96;
-    const auto file = random_weights(type, rows, cols, rng);
-    const PackedMatrix w = PackedMatrix::pack(type, rows, cols, file.data());
-    EXPECT_EQ(w.weight_bytes(), file.size());
+    const int64_t cols = type == DType::Q4_G128 ? 384 : activation_quantised(type) ? 96 : 100;
+    const Weights wt = random_weights(type, rows, cols, rng);
+    const PackedMatrix w = PackedMatrix::pack(type, rows, cols, wt.file.data(), wt.scale_ptr());
+    EXPECT_EQ(w.weight_bytes(), wt.file.size() + wt.scales.size() * 4);
     std::vector<float> want(static_cast<size_t>(cols)), got(static_cast<size_t>(cols));
     const size_t rb = size_t(dtype_row_bytes(type, cols));
     for (int64_t r = 0; r < rows; ++r) {
-      dequantize_row(type, file.data() + r * rb, want.data(), cols);
+      dequantize_row(type, wt.file.data() + size_t(r) * rb, want.data(), cols, wt.scale(r));
       w.dequantize_row(r, got.data());
       for (int64_t c = 0; c < cols; ++c)
         ASSERT_EQ(std::memcmp(&want[size_t(c)], &got[size_t(c)], 4), 0) << "r=" << r << " c=" << c;
@@ -145,18 +258,81 @@ TEST_P(MatmulTest, PackDequantizeRoundTripIsExact) {
 TEST(MatmulDispatch, ActiveIsaMatchesExplicit) {
   std::mt19937 rng(3);
   const int64_t rows = 40, cols = 64, n = 3;
-  const auto file = random_weights(DType::F16, rows, cols, rng);
+  const Weights wt = random_weights(DType::F16, rows, cols, rng);
   std::vector<float> x(size_t(n * cols), 0.5f), a(size_t(n * rows)), b(size_t(n * rows));
-  const PackedMatrix w = PackedMatrix::pack(DType::F16, rows, cols, file.data());
+  const PackedMatrix w = PackedMatrix::pack(DType::F16, rows, cols, wt.file.data());
   ThreadPool pool(2);
   matmul(w, x.data(), n, a.data(), pool);
   matmul_with(active_isa(), w, x.data(), n, b.data(), pool);
   EXPECT_EQ(a, b);
 }
 
+// Every e4m3 code (but the NaNs 0x7f / 0xff) through every FP8 kernel path: with one-hot
+// activations (powers of two, tiny to huge) each output is one weight times its row scale times
+// the activation, which the kernels must reproduce bit for bit: the f16 or f32 image of a code
+// is exact, the sums add zeros, powers of two scale without rounding, the row scale multiplies
+// once. Run normally, and with MXCSR.DAZ set on the calling thread (one thread), where the
+// decode kernel that reads e4m3 subnormals as f32 subnormals must not be used.
+TEST(MatmulFp8, EveryCodeIsExactThroughEveryKernel) {
+  std::vector<uint8_t> codes;
+  for (int v = 0; v < 256; ++v)
+    if ((v & 0x7f) != 0x7f) codes.push_back(uint8_t(v));
+  const int64_t nc = int64_t(codes.size()), rows = nc, cols = nc;  // 254 x 254
+  std::vector<uint8_t> file(size_t(rows * cols));
+  std::vector<float> scales(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    scales[size_t(r)] = std::ldexp(1.0f + float(r % 7) / 8.0f, int(r % 11) - 5);
+    for (int64_t c = 0; c < cols; ++c) file[size_t(r * cols + c)] = codes[size_t((r + c) % nc)];
+  }
+  const PackedMatrix w =
+      PackedMatrix::pack(DType::FP8_E4M3, rows, cols, file.data(), scales.data());
+  const float powers[] = {1.0f, std::ldexp(1.0f, -100), std::ldexp(1.0f, 90)};
+  const unsigned csr = _mm_getcsr();
+  for (bool daz : {false, true}) {
+    _mm_setcsr(daz ? csr | 0x40 : csr);
+    for (bool invariant : {false, true}) {
+      set_batch_invariant(invariant);
+      for (int64_t n : {1, 3, 5, 17, 33}) {
+        std::vector<float> x(size_t(n * cols), 0.0f), y(size_t(n * rows));
+        for (int64_t t = 0; t < n; ++t) x[size_t(t * cols + (t * 37 + 11) % cols)] = powers[t % 3];
+        for (Isa isa : supported_isas()) {
+          ThreadPool pool(daz ? 1 : 2);
+          matmul_with(isa, w, x.data(), n, y.data(), pool);
+          for (int64_t t = 0; t < n; ++t) {
+            const int64_t c = (t * 37 + 11) % cols;
+            for (int64_t r = 0; r < rows; ++r) {
+              const float want =
+                  fp8_e4m3_to_fp32(file[size_t(r * cols + c)]) * scales[size_t(r)] * powers[t % 3];
+              ASSERT_EQ(want, y[size_t(t * rows + r)])
+                  << isa_name(isa) << " daz=" << daz << " n=" << n << " r=" << r << " code 0x"
+                  << std::hex << int(file[size_t(r * cols + c)]);
+            }
+          }
+        }
+      }
+    }
+    _mm_setcsr(csr);
+  }
+  set_batch_invariant(false);
+}
+
+TEST(MatmulPack, RejectsMissingScalesAndBadShapes) {
+  std::vector<uint8_t> bytes(size_t(4 * 256 * 4), 0);
+  EXPECT_THROW(PackedMatrix::pack(DType::Q8_C, 4, 64, bytes.data()), std::invalid_argument);
+  EXPECT_THROW(PackedMatrix::pack(DType::FP8_E4M3, 4, 64, bytes.data()), std::invalid_argument);
+  EXPECT_THROW(PackedMatrix::pack(DType::Q4_G128, 4, 96, bytes.data()), std::invalid_argument);
+  EXPECT_THROW(PackedMatrix::pack(DType::Q8_0, 4, 40, bytes.data()), std::invalid_argument);
+  EXPECT_THROW(PackedMatrix::pack(static_cast<DType>(1027), 4, 64, bytes.data()),
+               std::invalid_argument);
+  const std::vector<float> scales(4, 1.0f);
+  EXPECT_NO_THROW(PackedMatrix::pack(DType::Q8_C, 4, 64, bytes.data(), scales.data()));
+  EXPECT_NO_THROW(PackedMatrix::pack(DType::Q4_G128, 4, 256, bytes.data()));
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0,
-                                           DType::Q4_0),
+                                           DType::Q4_0, DType::Q8_C, DType::Q4_G128,
+                                           DType::FP8_E4M3),
                          [](const ::testing::TestParamInfo<DType>& i) {
                            return std::string(dtype_name(i.param));
                          });
