@@ -112,6 +112,9 @@ class GgufWriter {
   void set_string_array(const std::string& key, const std::vector<std::string>& v);
   void set_float32_array(const std::string& key, const std::vector<float>& v);
   void set_int32_array(const std::string& key, const std::vector<int32_t>& v);
+  // Any value as a reader returned it (copying metadata between files). Adds or, for a
+  // repeated key (which a reader would reject as a duplicate), replaces in place.
+  void set_value(const std::string& key, Value v);
   // dims in GGUF order (ne0 first). data holds dtype_row_bytes(type, dims[0]) * rows bytes; it is
   // copied.
   void add_tensor(const std::string& name, DType type, const std::vector<int64_t>& dims,
@@ -130,8 +133,6 @@ class GgufWriter {
     std::vector<int64_t> dims;
     std::vector<uint8_t> data;
   };
-  // Adds or (for a repeated key, which a reader would reject as a duplicate) replaces in place.
-  void set_value(const std::string& key, Value v);
   // general.alignment when the caller set it (as uint32), else the default 32.
   uint64_t alignment() const;
   std::vector<Entry> metadata_;

@@ -39,42 +39,74 @@ class Buffer {
   std::vector<uint8_t> bytes;
 };
 
-void put_value(Buffer& b, const Value& v) {
-  b.put<uint32_t>(uint32_t(v.type));
-  switch (v.type) {
+// One scalar of type t, from the field a reader fills for it.
+void put_scalar(Buffer& b, ValueType t, int64_t i, uint64_t u, double f) {
+  switch (t) {
+    case ValueType::UInt8:
+      b.put<uint8_t>(uint8_t(u));
+      break;
+    case ValueType::Int8:
+      b.put<int8_t>(int8_t(i));
+      break;
+    case ValueType::UInt16:
+      b.put<uint16_t>(uint16_t(u));
+      break;
+    case ValueType::Int16:
+      b.put<int16_t>(int16_t(i));
+      break;
     case ValueType::UInt32:
-      b.put<uint32_t>(uint32_t(v.u));
+      b.put<uint32_t>(uint32_t(u));
       break;
     case ValueType::Int32:
-      b.put<int32_t>(int32_t(v.i));
+      b.put<int32_t>(int32_t(i));
       break;
     case ValueType::UInt64:
-      b.put<uint64_t>(v.u);
+      b.put<uint64_t>(u);
+      break;
+    case ValueType::Int64:
+      b.put<int64_t>(i);
       break;
     case ValueType::Float32:
-      b.put<float>(float(v.f));
+      b.put<float>(float(f));
+      break;
+    case ValueType::Float64:
+      b.put<double>(f);
       break;
     case ValueType::Bool:
-      b.put<uint8_t>(v.i ? 1 : 0);
+      b.put<uint8_t>(i ? 1 : 0);
       break;
+    default:
+      throw std::logic_error("GgufWriter: not a scalar type");
+  }
+}
+
+void put_value(Buffer& b, const Value& v) {
+  b.put<uint32_t>(uint32_t(v.type));
+  if (v.type == ValueType::String) {
+    b.put_string(v.s);
+    return;
+  }
+  if (v.type != ValueType::Array) {
+    put_scalar(b, v.type, v.i, v.u, v.f);
+    return;
+  }
+  b.put<uint32_t>(uint32_t(v.elem_type));
+  switch (v.elem_type) {
     case ValueType::String:
-      b.put_string(v.s);
-      break;
-    case ValueType::Array:
-      b.put<uint32_t>(uint32_t(v.elem_type));
-      if (v.elem_type == ValueType::String) {
-        b.put<uint64_t>(v.strings.size());
-        for (const std::string& s : v.strings) b.put_string(s);
-      } else if (v.elem_type == ValueType::Float32) {
-        b.put<uint64_t>(v.floats.size());
-        for (double f : v.floats) b.put<float>(float(f));
-      } else {  // Int32: the only other element type the setters create
-        b.put<uint64_t>(v.ints.size());
-        for (int64_t i : v.ints) b.put<int32_t>(int32_t(i));
-      }
-      break;
-    default:  // the setters create no other types
-      throw std::logic_error("GgufWriter: unexpected value type");
+      b.put<uint64_t>(v.strings.size());
+      for (const std::string& s : v.strings) b.put_string(s);
+      return;
+    case ValueType::Float32:
+    case ValueType::Float64:
+      b.put<uint64_t>(v.floats.size());
+      for (double f : v.floats) put_scalar(b, v.elem_type, 0, 0, f);
+      return;
+    case ValueType::Array:  // a reader keeps no contents for arrays of arrays
+      throw std::invalid_argument("GgufWriter: arrays of arrays cannot be written");
+    default:  // integers and bools: a reader keeps every element as int64
+      b.put<uint64_t>(v.ints.size());
+      for (int64_t x : v.ints) put_scalar(b, v.elem_type, x, uint64_t(x), 0);
+      return;
   }
 }
 

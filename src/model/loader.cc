@@ -47,13 +47,28 @@ class TensorTable {
   // A weight matrix [rows][cols] (GGUF dims {cols, rows}), repacked for the kernels.
   kernels::PackedMatrix matrix(const std::string& name, int64_t rows, int64_t cols) const {
     const TensorRef& t = get(name, {cols, rows});
-    return kernels::PackedMatrix::pack(t.type, rows, cols, t.data);
+    const float* scales = nullptr;
+    if (dtype_has_row_scale(t.type)) {  // shrike's per-row types keep their scales beside
+      const std::string scale_name = name + ".scale";
+      if (!has(scale_name))
+        throw FileError(path_ + ": tensor '" + name + "' of type " +
+                        std::string(dtype_name(t.type)) + " needs '" + scale_name + "'");
+      const TensorRef& s = get(scale_name, {rows});
+      if (s.type != DType::F32)
+        throw FileError(path_ + ": tensor '" + scale_name + "' must be f32");
+      scales = static_cast<const float*>(s.data);
+    }
+    try {
+      return kernels::PackedMatrix::pack(t.type, rows, cols, t.data, scales);
+    } catch (const std::invalid_argument& e) {
+      throw FileError(path_ + ": tensor '" + name + "': " + e.what());
+    }
   }
 
   // A vector of n values (norm weights, biases), converted to f32.
   std::vector<float> vector(const std::string& name, int64_t n) const {
     const TensorRef& t = get(name, {n});
-    if (n % dtype_block_elems(t.type) != 0)
+    if (n % dtype_block_elems(t.type) != 0 || dtype_has_row_scale(t.type))
       throw FileError(path_ + ": tensor '" + name + "' cannot be of type " +
                       std::string(dtype_name(t.type)));
     std::vector<float> out(static_cast<size_t>(n));

@@ -56,9 +56,17 @@ TrainableFile load_trainable(const std::string& path) {
                                       : info->dims == std::vector<int64_t>{t.cols, t.rows};
     if (!shape_ok) throw FileError(path + ": tensor '" + t.name + "' has the wrong shape");
     const int64_t row_bytes = dtype_row_bytes(info->type, t.cols);
+    const float* scales = nullptr;  // shrike's per-row types keep their scales beside
+    if (dtype_has_row_scale(info->type)) {
+      const gguf::TensorInfo* s = f.find_tensor(t.name + ".scale");
+      if (!s || s->type != DType::F32 || s->elements() != t.rows)
+        throw FileError(path + ": tensor '" + t.name + "' needs '" + t.name +
+                        ".scale' (f32, one per row)");
+      scales = reinterpret_cast<const float*>(s->data);
+    }
     for (int64_t r = 0; r < t.rows; ++r)
       dequantize_row(info->type, info->data + r * row_bytes, p.data() + t.offset + r * t.cols,
-                     t.cols);
+                     t.cols, scales ? scales[r] : 1.0f);
   }
   if (f.has("shrike.train.step")) {
     out.state.step = int64_t(f.get_uint("shrike.train.step"));
