@@ -44,7 +44,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   for (int64_t p : opt.prompt_lengths) {
     const int64_t len = std::min(p, c.context_length);
     const auto tokens = random_tokens(len, c.vocab_size, 42);
-    model::ContiguousKvCache kv(c.n_layers, len, c.n_kv_heads, c.head_dim);
+    model::ContiguousKvCache kv(c, len, opt.kv);
     m.forward(tokens.data(), len, 0, kv, 1, logits.data(), pool);  // warm-up
     std::vector<double> rates;
     for (int r = 0; r < opt.repeats; ++r) {
@@ -62,7 +62,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   std::vector<double> rates, bandwidths;
   if (n > 0) {
     const auto tokens = random_tokens(n + 1, c.vocab_size, 7);
-    model::ContiguousKvCache kv(c.n_layers, n + 1, c.n_kv_heads, c.head_dim);
+    model::ContiguousKvCache kv(c, n + 1, opt.kv);
     for (int r = 0; r < opt.repeats + 1; ++r) {
       if (opt.roofline && r > 0)
         bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
@@ -73,6 +73,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
       if (r > 0) rates.push_back(double(n) / seconds_since(t0));  // first round warms up
     }
     out.decode_tok_per_s = median(rates);
+    out.kv_bytes_per_token = kv.bytes_per_token();
     out.decode_gb_per_s = out.decode_tok_per_s * double(out.decode_weight_bytes) / 1e9;
   }
   // Batched decode from position 1 of every sequence.
@@ -81,8 +82,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
     std::vector<std::unique_ptr<model::ContiguousKvCache>> kvs;
     std::vector<std::vector<int32_t>> tokens;
     for (int64_t s = 0; s < b; ++s) {
-      kvs.push_back(
-          std::make_unique<model::ContiguousKvCache>(c.n_layers, n + 1, c.n_kv_heads, c.head_dim));
+      kvs.push_back(std::make_unique<model::ContiguousKvCache>(c, n + 1, opt.kv));
       tokens.push_back(random_tokens(n + 1, c.vocab_size, uint32_t(100 + s)));
     }
     std::vector<float> batch_logits(size_t(b * c.vocab_size));

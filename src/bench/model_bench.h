@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace shrike::bench {
@@ -19,6 +20,8 @@ struct ModelBenchOptions {
   // Batched decode: for each size B, B sequences decode together (one token each per step, one
   // forward_batch call), as a serving engine's decode steps do. Aggregate tokens/s.
   std::vector<int64_t> decode_batches;
+  // The KV caches of every run (f32 by default).
+  model::KvCacheOptions kv;
 };
 
 struct BatchDecodeResult {
@@ -33,11 +36,13 @@ struct PrefillResult {
 
 struct ModelBenchResult {
   std::vector<PrefillResult> prefill;
-  double decode_tok_per_s = 0;  // median over repeats
-  double decode_gb_per_s = 0;   // weight bytes read per token x tokens/s
+  double decode_tok_per_s = 0;    // median over repeats
+  double decode_gb_per_s = 0;     // weight bytes read per token x tokens/s
   double bandwidth_gb_per_s = 0;  // measured read bandwidth (0 unless roofline)
   double roofline_fraction = 0;
   size_t decode_weight_bytes = 0;
+  double kv_bytes_per_token =
+      0;  // the decode run's cache after its last token (f16 copies included)
   int threads = 0;
   std::vector<BatchDecodeResult> batched;
 };

@@ -3,10 +3,14 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "bench/model_bench.h"
 #include "cli/commands.h"
 #include "kernels/isa.h"
+#include "model/kv_cache.h"
 
 namespace shrike::cli {
 namespace {
@@ -18,9 +22,16 @@ struct BenchArgs {
   int64_t n = 64;
   int threads = 0, repeats = 3;
   bool roofline = false, json = false;
+  std::string kv_type = "f32";
+  model::KvCacheOptions kv;
+  std::vector<CLI::Option*> mixed_only;  // --kv-sinks, --kv-window, --kv-heavy
 };
 
-int run_bench(const BenchArgs& a) {
+int run_bench(BenchArgs a) {
+  a.kv.type = *model::kv_type_from_name(a.kv_type);  // CLI11 checked the name
+  for (const CLI::Option* o : a.mixed_only)
+    if (o->count() > 0 && !a.kv.mixed())
+      throw std::invalid_argument(o->get_name() + " applies to --kv-type int8-mixed");
   auto m = model::load_model(a.model);
   ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
   bench::ModelBenchOptions opt;
@@ -29,6 +40,7 @@ int run_bench(const BenchArgs& a) {
   opt.repeats = a.repeats;
   opt.roofline = a.roofline;
   opt.decode_batches = a.batches;
+  opt.kv = a.kv;
   const auto r = bench::run_model_bench(*m, pool, opt);
 
   if (a.json) {
@@ -46,6 +58,8 @@ int run_bench(const BenchArgs& a) {
     j["decode_tokens"] = a.n;
     j["decode_tok_s"] = r.decode_tok_per_s;
     j["decode_gb_s"] = r.decode_gb_per_s;
+    j["kv_type"] = a.kv.describe();
+    j["kv_bytes_per_token"] = r.kv_bytes_per_token;
     for (const auto& b : r.batched)
       j["batched_decode"].push_back({{"batch", b.batch}, {"tok_s", b.tok_per_s}});
     // Without --roofline the bandwidth is not measured: null rather than a made-up number.
@@ -61,6 +75,8 @@ int run_bench(const BenchArgs& a) {
     std::printf("prefill %5lld tokens: %9.1f tok/s\n", (long long)p.tokens, p.tok_per_s);
   std::printf("decode  %5lld tokens: %9.1f tok/s  (%.1f GB/s of weights read)\n", (long long)a.n,
               r.decode_tok_per_s, r.decode_gb_per_s);
+  std::printf("kv cache: %s, %.1f bytes per position\n", a.kv.describe().c_str(),
+              r.kv_bytes_per_token);
   for (const auto& b : r.batched)
     std::printf("decode  batch %3lld: %9.1f tok/s (all sequences together)\n", (long long)b.batch,
                 b.tok_per_s);
@@ -88,6 +104,20 @@ Runner add_bench(CLI::App& app) {
   app.add_flag("--roofline", a->roofline,
                "also measure read bandwidth and decode's fraction of it");
   app.add_flag("--json", a->json, "print one JSON object");
+  app.add_option("--kv-type", a->kv_type, "KV cache: f32 | f16 | int8 | int8-mixed")
+      ->check(CLI::IsMember({"f32", "f16", "int8", "int8-mixed"}))
+      ->capture_default_str();
+  a->mixed_only = {
+      app.add_option("--kv-sinks", a->kv.sinks, "int8-mixed: first positions kept in f16")
+          ->check(CLI::NonNegativeNumber),
+      app.add_option("--kv-window", a->kv.window, "int8-mixed: recent positions kept in f16")
+          ->check(CLI::NonNegativeNumber),
+      app.add_option("--kv-heavy", a->kv.heavy_fraction,
+                     "int8-mixed: fraction of older positions kept in f16 (heavy hitters), 0..1")
+          ->check(CLI::Range(0.0, 1.0))};
+  app.add_option("--kv-fp16-layers", a->kv.fp16_layers,
+                 "int8-mixed: layers kept in f16, comma-separated")
+      ->delimiter(',');
   return [a] { return run_bench(*a); };
 }
 

@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "cli/model_files.h"
 #include "core/thread_pool.h"
 #include "decode/sampler.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/stream.h"
 
@@ -21,13 +23,20 @@ struct GenerateArgs {
   decode::SamplerParams sampling;
   int threads = 0;
   bool ids = false;
+  std::string kv_type = "f32";
+  model::KvCacheOptions kv;
+  std::vector<CLI::Option*> mixed_only;  // --kv-sinks, --kv-window, --kv-heavy
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int run_generate(const GenerateArgs& a) {
+int run_generate(GenerateArgs a) {
+  a.kv.type = *model::kv_type_from_name(a.kv_type);  // CLI11 checked the name
+  for (const CLI::Option* o : a.mixed_only)
+    if (o->count() > 0 && !a.kv.mixed())
+      throw std::invalid_argument(o->get_name() + " applies to --kv-type int8-mixed");
   auto model = model::load_model(a.model);
   const auto tok = load_tokenizer(a.model, a.tokenizer, model->config().vocab_size);
   const auto& c = model->config();
@@ -40,7 +49,7 @@ int run_generate(const GenerateArgs& a) {
     throw std::invalid_argument("prompt of " + std::to_string(tokens.size()) +
                                 " tokens leaves no room in the context of " +
                                 std::to_string(c.context_length));
-  model::ContiguousKvCache kv(c.n_layers, capacity, c.n_kv_heads, c.head_dim);
+  model::ContiguousKvCache kv(c, capacity, a.kv);
   std::vector<float> logits(size_t(c.vocab_size));
   decode::Sampler sampler(a.sampling);
 
@@ -82,9 +91,13 @@ int run_generate(const GenerateArgs& a) {
   std::printf("\n");
   std::fflush(stdout);
   const double decode_s = seconds_since(t1);
-  std::fprintf(stderr, "prefill: %lld tokens, %.1f tok/s | decode: %lld tokens, %.1f tok/s | %d threads\n",
+  std::fprintf(stderr,
+               "prefill: %lld tokens, %.1f tok/s | decode: %lld tokens, %.1f tok/s | %d threads\n",
                (long long)n_prompt, double(n_prompt) / prefill_s, (long long)generated,
                generated > 0 ? double(generated) / decode_s : 0.0, pool.size());
+  if (a.kv.type != model::KvType::F32)
+    std::fprintf(stderr, "kv cache: %s, %.1f bytes per position over %lld positions\n",
+                 a.kv.describe().c_str(), kv.bytes_per_token(), (long long)kv.n_positions());
   return 0;
 }
 
@@ -93,15 +106,36 @@ int run_generate(const GenerateArgs& a) {
 Runner add_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   app.add_option("-m,--model", a->model, "model file (.gguf or llama2.c .bin)")->required();
-  app.add_option("--tokenizer", a->tokenizer, "tokenizer (llama2.c tok*.bin or .gguf); default: the model's own");
+  app.add_option("--tokenizer", a->tokenizer,
+                 "tokenizer (llama2.c tok*.bin or .gguf); default: the model's own");
   app.add_option("-p,--prompt", a->prompt, "prompt text");
   app.add_option("-n,--n-predict", a->n, "tokens to generate")->check(CLI::NonNegativeNumber);
-  app.add_option("--temp", a->sampling.temperature, "temperature; 0 = greedy")->check(CLI::NonNegativeNumber);
-  app.add_option("--top-k", a->sampling.top_k, "keep the k most likely tokens (0 = all)")->check(CLI::NonNegativeNumber);
-  app.add_option("--top-p", a->sampling.top_p, "nucleus sampling threshold")->check(CLI::Range(0.0, 1.0));
+  app.add_option("--temp", a->sampling.temperature, "temperature; 0 = greedy")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--top-k", a->sampling.top_k, "keep the k most likely tokens (0 = all)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--top-p", a->sampling.top_p, "nucleus sampling threshold")
+      ->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", a->sampling.seed, "random seed");
-  app.add_option("-t,--threads", a->threads, "threads (default: physical cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("-t,--threads", a->threads, "threads (default: physical cores)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("--ids", a->ids, "print generated token ids instead of text");
+  app.add_option("--kv-type", a->kv_type,
+                 "KV cache: f32 | f16 | int8 | int8-mixed (int8 with f16 sinks, recent window, "
+                 "heavy hitters and --kv-fp16-layers)")
+      ->check(CLI::IsMember({"f32", "f16", "int8", "int8-mixed"}))
+      ->capture_default_str();
+  a->mixed_only = {
+      app.add_option("--kv-sinks", a->kv.sinks, "int8-mixed: first positions kept in f16")
+          ->check(CLI::NonNegativeNumber),
+      app.add_option("--kv-window", a->kv.window, "int8-mixed: recent positions kept in f16")
+          ->check(CLI::NonNegativeNumber),
+      app.add_option("--kv-heavy", a->kv.heavy_fraction,
+                     "int8-mixed: fraction of older positions kept in f16 (heavy hitters), 0..1")
+          ->check(CLI::Range(0.0, 1.0))};
+  app.add_option("--kv-fp16-layers", a->kv.fp16_layers,
+                 "int8-mixed: layers kept in f16, comma-separated")
+      ->delimiter(',');
   return [a] { return run_generate(*a); };
 }
 

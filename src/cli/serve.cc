@@ -18,12 +18,14 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/model_files.h"
 #include "core/file_buffer.h"
 #include "engine/engine.h"
 #include "gguf/gguf.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "server/http_server.h"
 #include "tokenizer/hf_tokenizer.h"
@@ -39,6 +41,7 @@ struct ServeArgs {
   int64_t ctx = 0;
   int64_t kv_cache_mb = 0;
   std::string kv_type = "f16";
+  std::vector<CLI::Option*> mixed_only;  // --kv-sinks, --kv-window, --kv-heavy
   bool no_prefix_cache = false;
   double drain_timeout_s = 30;
   double max_body_mb = 8;
@@ -151,7 +154,10 @@ int run_serve(ServeArgs a) {
       a.batching == "static" ? engine::BatchingMode::Static : engine::BatchingMode::Continuous;
   a.engine.scheduler.prefix_caching = !a.no_prefix_cache;
   if (a.kv_cache_mb > 0) a.engine.kv_cache_bytes = size_t(a.kv_cache_mb) << 20;
-  a.engine.kv_type = a.kv_type == "f32" ? DType::F32 : DType::F16;
+  a.engine.kv.type = *model::kv_type_from_name(a.kv_type);  // CLI11 checked the name
+  for (const CLI::Option* o : a.mixed_only)
+    if (o->count() > 0 && !a.engine.kv.mixed())
+      throw std::invalid_argument(o->get_name() + " applies to --kv-type int8-mixed");
 
   SignalPipe signals;
   server::HttpServer http(a.server);
@@ -204,6 +210,13 @@ int run_serve(ServeArgs a) {
     std::fprintf(stderr, "shrike serve: model '%s' (%s), context %lld, chat format %s\n",
                  a.server.model_name.c_str(), model->describe().c_str(),
                  (long long)engine->context_length(), server::chat_format_name(format));
+    const engine::EngineGauges g = engine->gauges();
+    std::fprintf(stderr,
+                 "shrike serve: KV cache %s, %lld blocks of %lld positions, %.0f MiB (%.1f "
+                 "bytes per position)\n",
+                 a.engine.kv.describe().c_str(), (long long)engine->config().kv_blocks,
+                 (long long)engine->config().block_size, double(g.kv_bytes_total) / (1 << 20),
+                 g.kv_bytes_per_token);
     // Tests and scripts wait for this line: it means ready, so not after a signal while loading.
     if (!signalled.load())
       std::fprintf(stderr, "shrike serve: listening on http://%s:%d\n", a.server.host.c_str(),
@@ -268,9 +281,28 @@ Runner add_serve(CLI::App& app) {
   app.add_option("--kv-cache-mb", a->kv_cache_mb, "KV cache memory cap in MiB (default 2048)")
       ->check(CLI::PositiveNumber);
   app.add_option("--kv-type", a->kv_type,
-                 "KV cache element type: f16 (half the memory and attention reads) | f32")
-      ->check(CLI::IsMember({"f16", "f32"}))
+                 "KV cache: f16 (half the memory and attention reads of f32) | f32 | int8 (one f32 "
+                 "scale per position and kv head) | int8-mixed (int8, with f16 copies of sinks, "
+                 "the recent window, heavy hitters and --kv-fp16-layers; no prefix cache)")
+      ->check(CLI::IsMember({"f16", "f32", "int8", "int8-mixed"}))
       ->capture_default_str();
+  auto& kv = a->engine.kv;
+  a->mixed_only = {
+      app.add_option("--kv-sinks", kv.sinks, "int8-mixed: first positions kept in f16")
+          ->check(CLI::NonNegativeNumber)
+          ->capture_default_str(),
+      app.add_option("--kv-window", kv.window,
+                     "int8-mixed: most recent positions kept in f16 (not yet decided)")
+          ->check(CLI::NonNegativeNumber)
+          ->capture_default_str(),
+      app.add_option("--kv-heavy", kv.heavy_fraction,
+                     "int8-mixed: fraction of the older positions kept in f16 as heavy hitters "
+                     "(highest accumulated attention), 0..1")
+          ->check(CLI::Range(0.0, 1.0))
+          ->capture_default_str()};
+  app.add_option("--kv-fp16-layers", kv.fp16_layers,
+                 "int8-mixed: layers kept in f16 for every position, comma-separated (e.g. 0,5)")
+      ->delimiter(',');
   app.add_flag("--no-prefix-cache", a->no_prefix_cache, "do not reuse cached prompt prefixes");
   app.add_flag("--batch-invariant", a->engine.batch_invariant,
                "float weights: outputs independent of what else is batched (slower alone)");

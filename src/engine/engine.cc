@@ -102,7 +102,8 @@ struct Engine::Impl {
 
   Impl(const EngineConfig& c, const model::ModelConfig& mc, int64_t n_blocks, int threads)
       : pool(n_blocks, c.block_size),
-        storage(mc.n_layers, n_blocks, c.block_size, mc.n_kv_heads, mc.head_dim, c.kv_type),
+        storage(mc.n_layers, n_blocks, c.block_size, mc.n_kv_heads, mc.head_dim,
+                c.kv.layer_formats(mc.n_layers)),
         scheduler(c.scheduler, pool),
         threads(threads) {}
 
@@ -112,6 +113,9 @@ struct Engine::Impl {
   ThreadPool threads;
   std::unordered_map<SeqId, std::unique_ptr<Active>> active;
   std::vector<std::unique_ptr<PagedKvView>> views;
+  // int8-mixed: each running sequence's f16 copies and attention weight sums (dropped when it
+  // ends or is preempted: it is then recomputed from position 0).
+  std::unordered_map<SeqId, std::unique_ptr<model::MixedPrecisionKv>> mixed;
   std::vector<float> logits;
 
   std::mutex mu;  // guards incoming, stop
@@ -122,6 +126,7 @@ struct Engine::Impl {
 
   // Read by other threads (gauges(), submit()).
   std::atomic<int64_t> running{0}, waiting{0}, blocks_used{0}, blocks_cached{0};
+  std::atomic<int64_t> f16_copy_bytes{0}, mixed_bytes{0}, tokens_used{0};
   std::atomic<int64_t> prefix_queried{0}, prefix_hit{0};
   std::atomic<int64_t> in_flight{0};  // accepted and not yet given their final event
 };
@@ -134,18 +139,33 @@ Engine::Engine(const model::Model& model, const tokenizer::Tokenizer& tok, Engin
       sc.context_length > 0 ? std::min(sc.context_length, mc.context_length) : mc.context_length;
   if (config_.block_size < 1) throw std::invalid_argument("block size must be at least 1");
   if (sc.max_queue < 0) throw std::invalid_argument("max queue must not be negative");
-  if (config_.kv_type != DType::F32 && config_.kv_type != DType::F16)
-    throw std::invalid_argument("KV cache type must be f32 or f16, not " +
-                                std::string(dtype_name(config_.kv_type)));
+  config_.kv.validate(mc.n_layers);
+  // A reused block would come without the sequence's f16 copies and weight sums (engine.h).
+  if (config_.kv.mixed()) sc.prefix_caching = false;
   if (config_.batch_invariant) kernels::set_batch_invariant(true);
   const int64_t blocks_per_seq = (sc.context_length + config_.block_size - 1) / config_.block_size;
   int64_t n_blocks = config_.kv_blocks;
   if (n_blocks <= 0) {
-    const size_t block_bytes =
-        size_t(2 * mc.n_layers * mc.n_kv_heads * mc.head_dim * config_.block_size) *
-        size_t(dtype_block_bytes(config_.kv_type));
+    const size_t block_bytes = kv::KvStorage::block_bytes_for(
+        config_.kv.layer_formats(mc.n_layers), config_.block_size, mc.n_kv_heads, mc.head_dim);
+    // int8-mixed: the policy's state counts against the cap too, at its bound: f16 copies (with
+    // their weight sums) of the sinks and window of every running sequence, of a prefill step's
+    // positions (in f16 until their sequence's logits call decides) and of heavy_fraction of
+    // every block's positions, plus a slot index per position.
+    size_t budget = config_.kv_cache_bytes, per_block = block_bytes;
+    if (config_.kv.mixed()) {
+      const double copy =  // one position's copies (and weight sums) in every int8 layer
+          double(model::MixedPrecisionKv::copy_bytes_per_token(config_.kv, mc));
+      const double fixed =
+          copy * double(std::max<int64_t>(1, sc.max_seqs) * (config_.kv.sinks + config_.kv.window) +
+                        sc.max_batch_tokens);
+      budget = size_t(std::max(0.0, double(budget) - fixed));
+      per_block += size_t(std::ceil(config_.kv.heavy_fraction * double(config_.block_size) * copy));
+      per_block += size_t(config_.block_size) *
+                   model::MixedPrecisionKv::index_bytes_per_token(config_.kv, mc);
+    }
     n_blocks = std::min<int64_t>(std::max<int64_t>(1, sc.max_seqs) * blocks_per_seq,
-                                 int64_t(config_.kv_cache_bytes / block_bytes));
+                                 int64_t(budget / per_block));
     n_blocks = std::max(n_blocks, blocks_per_seq);
   }
   // The engine enforces max_queue at submit(); the scheduler's own limit only has to never bite.
@@ -251,7 +271,11 @@ EngineGauges Engine::gauges() const {
   g.kv_blocks_cached = im.blocks_cached.load();
   g.kv_blocks_total = config_.kv_blocks;
   g.kv_bytes_total = int64_t(im.storage.bytes());
-  g.kv_bytes_used = g.kv_blocks_used * int64_t(im.storage.block_bytes());
+  g.kv_f16_copy_bytes = im.f16_copy_bytes.load();
+  g.kv_bytes_used = g.kv_blocks_used * int64_t(im.storage.block_bytes()) + im.mixed_bytes.load();
+  g.kv_tokens_used = im.tokens_used.load();
+  g.kv_type = model::kv_type_name(config_.kv.type);
+  g.kv_bytes_per_token = im.storage.bytes_per_token();
   g.prefix_queried_tokens = im.prefix_queried.load();
   g.prefix_hit_tokens = im.prefix_hit.load();
   return g;
@@ -271,6 +295,18 @@ void Engine::loop() {
     im.blocks_cached.store(ps.blocks_cached);
     im.prefix_queried.store(ps.prefix_queried_tokens);
     im.prefix_hit.store(ps.prefix_hit_tokens);
+    size_t copies = 0, state = 0;
+    for (const auto& [id, m] : im.mixed) {
+      copies += m->f16_bytes();
+      state += m->bytes();
+    }
+    im.f16_copy_bytes.store(int64_t(copies));
+    im.mixed_bytes.store(int64_t(state));
+    int64_t tokens = 0;
+    for (const auto& [id, a] : im.active)
+      if (const SeqInfo* seq = im.scheduler.find(id); seq && seq->state == SeqState::Running)
+        tokens += seq->n_computed;
+    im.tokens_used.store(tokens);
   };
 
   // Sends whatever text is safe to send (not possibly the start of a stop string).
@@ -306,6 +342,7 @@ void Engine::loop() {
       metrics_.time_per_output_token.observe(seconds(a.last_token - a.first_token) /
                                              double(a.output.size() - 1));
     im.scheduler.finish(id);
+    im.mixed.erase(id);
     publish();
     im.in_flight.fetch_sub(1);
     emit(a, std::move(ev), true);
@@ -397,6 +434,7 @@ void Engine::loop() {
 
     StepPlan plan = im.scheduler.schedule(now);
     metrics_.preemptions.fetch_add(int64_t(plan.preempted.size()));
+    for (SeqId id : plan.preempted) im.mixed.erase(id);  // recomputed from position 0
     for (SeqId id : plan.failed)
       end_request(id, FinishReason::Error,
                   "the request needs more KV cache than the server has (" +
@@ -429,7 +467,13 @@ void Engine::loop() {
         a.cached_prompt = seq->n_cached_prompt;
         metrics_.queue_wait.observe(seconds(now - a.submitted));
       }
-      im.views[i]->bind(seq->blocks);
+      model::MixedPrecisionKv* mixed = nullptr;
+      if (config_.kv.mixed()) {
+        auto& m = im.mixed[item.id];
+        if (!m) m = std::make_unique<model::MixedPrecisionKv>(config_.kv, mc);
+        mixed = m.get();
+      }
+      im.views[i]->bind(seq->blocks, mixed);
       batch.push_back({seq->tokens.data() + item.pos0, item.n_tokens, item.pos0, im.views[i].get(),
                        item.samples ? 1 : 0});
       n_logits += item.samples ? 1 : 0;

@@ -3,8 +3,8 @@
 // request's tokens to whoever submitted it (the HTTP threads) through a RequestStream.
 #pragma once
 
-#include <chrono>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -15,20 +15,20 @@
 #include <thread>
 #include <vector>
 
-#include "core/dtype.h"
 #include "decode/sampler.h"
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
 namespace shrike::engine {
 
 struct GenerationRequest {
-  std::vector<int32_t> prompt;       // token ids (1 .. context_length - 1 of them)
+  std::vector<int32_t> prompt;  // token ids (1 .. context_length - 1 of them)
   decode::SamplerParams sampling;
-  int64_t max_tokens = 16;           // >= 1; capped so that prompt + output fit the context
-  std::vector<std::string> stop;     // stop strings: output ends before the first match
+  int64_t max_tokens = 16;        // >= 1; capped so that prompt + output fit the context
+  std::vector<std::string> stop;  // stop strings: output ends before the first match
   bool ignore_eos = false;
   // When it passes, the request ends with FinishReason::Deadline (waiting or running): the
   // stream gets what was generated so far and the blocks are freed within one step.
@@ -43,12 +43,12 @@ struct TokenLogprob {
 
 // A piece of a request's output. Events arrive in order; the last one has `finished` set.
 struct StreamEvent {
-  std::string text;                   // new text: whole UTF-8 characters, stop strings removed
-  std::vector<int32_t> tokens;        // tokens this event covers
+  std::string text;                    // new text: whole UTF-8 characters, stop strings removed
+  std::vector<int32_t> tokens;         // tokens this event covers
   std::vector<TokenLogprob> logprobs;  // one per token when logprobs were requested
   bool finished = false;
   FinishReason finish_reason = FinishReason::Stop;  // meaningful when finished
-  std::string error;                  // FinishReason::Error: why
+  std::string error;                                // FinishReason::Error: why
   // Usage, filled on the last event.
   int64_t prompt_tokens = 0, completion_tokens = 0, cached_prompt_tokens = 0;
 };
@@ -87,13 +87,19 @@ struct SubmitResult {
 struct EngineConfig {
   SchedulerConfig scheduler;  // context_length is clamped to the model's
   int64_t block_size = 16;
-  int64_t kv_blocks = 0;      // 0: enough for max_seqs sequences of the full context, capped by
-                              // kv_cache_bytes
+  int64_t kv_blocks = 0;  // 0: enough for max_seqs sequences of the full context, capped by
+                          // kv_cache_bytes
   size_t kv_cache_bytes = size_t(2) << 30;
-  // Element type of the KV cache: F16 (half the memory and the bytes attention reads per token,
-  // so about twice the blocks within kv_cache_bytes) or F32. Anything else: std::invalid_argument.
-  DType kv_type = DType::F16;
-  int threads = 0;            // 0: default_thread_count()
+  // The KV cache (model::KvCacheOptions): f16 by default (half the memory and the bytes attention
+  // reads per token of f32, so about twice the blocks within kv_cache_bytes), f32, int8 (one f32
+  // scale per position and kv head: head_dim + 4 bytes per row instead of 2 * head_dim) or
+  // int8-mixed (int8 blocks plus per-sequence f16 copies of sinks, the recent window, heavy
+  // hitters and chosen layers; kv_cache_bytes then also covers the copies' bound). int8-mixed
+  // turns prefix caching off: a reused block would come without the f16 copies and attention
+  // weights the policy keeps per sequence, so a warm request would not give the cold output.
+  // Invalid options: std::invalid_argument.
+  model::KvCacheOptions kv{model::KvType::F16};
+  int threads = 0;  // 0: default_thread_count()
   // Turns on kernels::set_batch_invariant (process-wide): float-weight outputs then do not depend
   // on what else is batched, at some cost to single-sequence decode (quantised weights always are).
   bool batch_invariant = false;

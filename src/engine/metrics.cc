@@ -228,8 +228,20 @@ std::string render_prometheus(const EngineMetrics& m, const EngineGauges& g,
   gauge(out, "shrike_kv_blocks_cached", "Free KV cache blocks that still hold a cached prefix.",
         g.kv_blocks_cached);
   gauge(out, "shrike_kv_cache_bytes_total", "Bytes of KV cache memory.", g.kv_bytes_total);
-  gauge(out, "shrike_kv_cache_bytes_used", "Bytes of KV cache memory held by requests.",
+  gauge(out, "shrike_kv_cache_bytes_used",
+        "Bytes of KV cache memory held by requests (blocks, and the int8-mixed f16 copies and "
+        "bookkeeping).",
         g.kv_bytes_used);
+  gauge(out, "shrike_kv_cache_f16_copy_bytes",
+        "Bytes of f16 copies the int8-mixed KV cache keeps (part of shrike_kv_cache_bytes_used).",
+        g.kv_f16_copy_bytes);
+  gauge(out, "shrike_kv_cache_tokens_used", "Positions held in the KV cache by running requests.",
+        g.kv_tokens_used);
+  family(out, "shrike_kv_cache_bytes_per_token", "gauge",
+         "Bytes one position takes in the KV cache blocks (keys and values of every layer, int8 "
+         "scales included), by cache type.");
+  sample(out, "shrike_kv_cache_bytes_per_token", "type=\"" + escape_label_value(g.kv_type) + "\"",
+         g.kv_bytes_per_token);
   return out;
 }
 

@@ -5,35 +5,44 @@
 
 namespace shrike::engine {
 
-namespace {
+using kernels::KvFormat;
 
-template <typename T, typename Get>
-void fill_tables(std::vector<std::vector<const T*>>& tables, const std::vector<kv::BlockId>& blocks,
-                 size_t n_layers, Get get) {
-  tables.resize(n_layers);
-  for (size_t l = 0; l < n_layers; ++l) {
-    tables[l].resize(blocks.size());
-    for (size_t i = 0; i < blocks.size(); ++i) tables[l][i] = get(int64_t(l), blocks[i]);
-  }
-}
-
-}  // namespace
-
-void PagedKvView::bind(const std::vector<kv::BlockId>& blocks) {
+void PagedKvView::bind(const std::vector<kv::BlockId>& blocks, model::MixedPrecisionKv* mixed) {
   blocks_ = &blocks;
+  mixed_ = mixed;
   capacity_ = int64_t(blocks.size()) * storage_->block_size();
   const auto n_layers = size_t(storage_->n_layers());
   const kv::KvStorage& st = *storage_;
-  if (st.is_f16()) {
-    fill_tables(k_half_, blocks, n_layers,
-                [&](int64_t l, kv::BlockId b) { return st.keys_f16(l, b); });
-    fill_tables(v_half_, blocks, n_layers,
-                [&](int64_t l, kv::BlockId b) { return st.values_f16(l, b); });
-  } else {
-    fill_tables(k_ptrs_, blocks, n_layers, [&](int64_t l, kv::BlockId b) { return st.keys(l, b); });
-    fill_tables(v_ptrs_, blocks, n_layers,
-                [&](int64_t l, kv::BlockId b) { return st.values(l, b); });
+  for (auto* t : {&k_ptrs_, &v_ptrs_, &k_scales_, &v_scales_}) t->resize(n_layers);
+  for (auto* t : {&k_half_, &v_half_}) t->resize(n_layers);
+  for (auto* t : {&k_int8_, &v_int8_}) t->resize(n_layers);
+  for (size_t l = 0; l < n_layers; ++l) {
+    const auto layer = int64_t(l);
+    const auto fill = [&](auto& table, auto get) {
+      table[l].resize(blocks.size());
+      for (size_t i = 0; i < blocks.size(); ++i) table[l][i] = get(blocks[i]);
+    };
+    switch (st.format(layer)) {
+      case KvFormat::F32:
+        fill(k_ptrs_, [&](kv::BlockId b) { return st.keys(layer, b); });
+        fill(v_ptrs_, [&](kv::BlockId b) { return st.values(layer, b); });
+        break;
+      case KvFormat::F16:
+        fill(k_half_, [&](kv::BlockId b) { return st.keys_f16(layer, b); });
+        fill(v_half_, [&](kv::BlockId b) { return st.values_f16(layer, b); });
+        break;
+      case KvFormat::Int8:
+        fill(k_int8_, [&](kv::BlockId b) { return st.keys_int8(layer, b); });
+        fill(v_int8_, [&](kv::BlockId b) { return st.values_int8(layer, b); });
+        fill(k_scales_, [&](kv::BlockId b) { return st.key_scales(layer, b); });
+        fill(v_scales_, [&](kv::BlockId b) { return st.value_scales(layer, b); });
+        break;
+    }
   }
+}
+
+void PagedKvView::begin_forward(int64_t pos0, int64_t n) {
+  if (mixed_) mixed_->begin(pos0, n);
 }
 
 void PagedKvView::store(int64_t layer, int64_t pos, const float* k, const float* v) {
@@ -42,18 +51,54 @@ void PagedKvView::store(int64_t layer, int64_t pos, const float* k, const float*
                             std::to_string(capacity_) + " allocated positions");
   const int64_t bs = storage_->block_size();
   storage_->store(layer, (*blocks_)[size_t(pos / bs)], pos % bs, k, v);
+  if (mixed_) mixed_->store(layer, pos, k, v);
+}
+
+kernels::KvRows PagedKvView::rows(int64_t layer, bool values) const {
+  const int64_t bs = storage_->block_size(), hd = storage_->head_dim();
+  const auto l = size_t(layer);
+  kernels::KvRows r{nullptr, bs, hd, bs * hd};
+  switch (storage_->format(layer)) {
+    case KvFormat::F32:
+      r.blocks = (values ? v_ptrs_ : k_ptrs_)[l].data();
+      break;
+    case KvFormat::F16:
+      r.half_blocks = (values ? v_half_ : k_half_)[l].data();
+      break;
+    case KvFormat::Int8:
+      r.int8_blocks = (values ? v_int8_ : k_int8_)[l].data();
+      r.scale_blocks = (values ? v_scales_ : k_scales_)[l].data();
+      r.scale_row_stride = 1;  // [kv_head][slot] (kv::KvStorage)
+      r.scale_head_stride = bs;
+      break;
+  }
+  return r;
 }
 
 kernels::KvRows PagedKvView::keys(int64_t layer) const {
-  const int64_t bs = storage_->block_size(), hd = storage_->head_dim();
-  if (storage_->is_f16()) return {nullptr, bs, hd, bs * hd, k_half_[size_t(layer)].data()};
-  return {k_ptrs_[size_t(layer)].data(), bs, hd, bs * hd};
+  kernels::KvRows k = rows(layer, false);
+  if (mixed_) {
+    kernels::KvRows v = rows(layer, true);
+    mixed_->attach(layer, k, v);
+  }
+  return k;
 }
 
 kernels::KvRows PagedKvView::values(int64_t layer) const {
-  const int64_t bs = storage_->block_size(), hd = storage_->head_dim();
-  if (storage_->is_f16()) return {nullptr, bs, hd, bs * hd, v_half_[size_t(layer)].data()};
-  return {v_ptrs_[size_t(layer)].data(), bs, hd, bs * hd};
+  kernels::KvRows v = rows(layer, true);
+  if (mixed_) {
+    kernels::KvRows k = rows(layer, false);
+    mixed_->attach(layer, k, v);
+  }
+  return v;
+}
+
+model::WeightSums PagedKvView::attention_weight_sums(int64_t layer) {
+  return mixed_ ? mixed_->weight_sums(layer) : model::WeightSums{};
+}
+
+void PagedKvView::end_forward(bool logits) {
+  if (mixed_ && logits) mixed_->settle();
 }
 
 }  // namespace shrike::engine

@@ -1,6 +1,8 @@
 // A sequence's view of the paged KV cache, in the shape the model's forward pass wants
 // (model::KvCache): position p of the sequence lives in block blocks[p / block_size] of the
-// shared KvStorage, at slot p % block_size.
+// shared KvStorage, at slot p % block_size. With the int8-mixed policy the view also carries the
+// sequence's f16 copies and attention weight sums (model::MixedPrecisionKv), which the shared
+// blocks do not hold.
 #pragma once
 
 #include <vector>
@@ -14,22 +16,32 @@ class PagedKvView final : public model::KvCache {
  public:
   explicit PagedKvView(kv::KvStorage& storage) : storage_(&storage) {}
 
-  // Points the view at a block table. The table must stay unchanged while the view is used.
-  void bind(const std::vector<kv::BlockId>& blocks);
+  // Points the view at a block table (and, for int8-mixed, at the sequence's policy state). Both
+  // must stay unchanged (the table) and alive while the view is used.
+  void bind(const std::vector<kv::BlockId>& blocks, model::MixedPrecisionKv* mixed = nullptr);
 
   int64_t capacity() const override { return capacity_; }
+  void begin_forward(int64_t pos0, int64_t n) override;
   void store(int64_t layer, int64_t pos, const float* k, const float* v) override;
   kernels::KvRows keys(int64_t layer) const override;
   kernels::KvRows values(int64_t layer) const override;
+  model::WeightSums attention_weight_sums(int64_t layer) override;
+  void end_forward(bool logits) override;
 
  private:
+  kernels::KvRows rows(int64_t layer, bool values) const;
+
   kv::KvStorage* storage_;
   const std::vector<kv::BlockId>* blocks_ = nullptr;
+  model::MixedPrecisionKv* mixed_ = nullptr;
   int64_t capacity_ = 0;
-  // Per layer, the address of each block's keys / values: the block table the attention kernel
-  // walks (kernels::KvRows::blocks, or half_blocks for an f16 cache; the other pair stays empty).
+  // Per layer, the address of each block's keys / values in the layer's format: the block table
+  // the attention kernel walks (kernels::KvRows::blocks, half_blocks or int8_blocks with
+  // scale_blocks; the tables of the other formats stay empty).
   std::vector<std::vector<const float*>> k_ptrs_, v_ptrs_;
   std::vector<std::vector<const uint16_t*>> k_half_, v_half_;
+  std::vector<std::vector<const int8_t*>> k_int8_, v_int8_;
+  std::vector<std::vector<const float*>> k_scales_, v_scales_;
 };
 
 }  // namespace shrike::engine

@@ -33,8 +33,23 @@ struct V {
     for (int i = 0; i < m; ++i) buf[i] = p[i];
     return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(buf)));
   }
+  // int8 widened to f32 (exact).
+  static R loadq(const int8_t* p) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static R loadqn(const int8_t* p, int m) {
+    if (m == W) return loadq(p);
+    alignas(16) int8_t buf[16] = {};  // no byte-masked load before AVX-512
+    for (int i = 0; i < m; ++i) buf[i] = p[i];
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(buf))));
+  }
   static void storen(float* p, R v, int m) {
-    if (m == W) _mm256_storeu_ps(p, v); else _mm256_maskstore_ps(p, mask(m), v);
+    if (m == W)
+      _mm256_storeu_ps(p, v);
+    else
+      _mm256_maskstore_ps(p, mask(m), v);
   }
   static R maskz(R v, int m) { return m == W ? v : _mm256_and_ps(v, _mm256_castsi256_ps(mask(m))); }
   static R zero() { return _mm256_setzero_ps(); }

@@ -24,6 +24,14 @@ struct V {
   static R loadhn(const uint16_t* p, int m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(m), p));
   }
+  // int8 widened to f32 (exact).
+  static R loadq(const int8_t* p) {
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static R loadqn(const int8_t* p, int m) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mask(m), p)));
+  }
   static void storen(float* p, R v, int m) { _mm512_mask_storeu_ps(p, mask(m), v); }
   static R maskz(R v, int m) { return _mm512_maskz_mov_ps(mask(m), v); }
   static R zero() { return _mm512_setzero_ps(); }
@@ -37,7 +45,9 @@ struct V {
   static R fmadd(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
   static R fmsub(R a, R b, R c) { return _mm512_fmsub_ps(a, b, c); }
   static R fmaddsub(R a, R b, R c) { return _mm512_fmaddsub_ps(a, b, c); }
-  static R round(R a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static R round(R a) {
+    return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  }
   static R pow2i(R n) {
     return _mm512_castsi512_ps(
         _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
@@ -52,8 +62,9 @@ struct V {
     const R ab = _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));  // a0 b0 a1 b1
     const R cd = _mm512_add_ps(_mm512_unpacklo_ps(c, d), _mm512_unpackhi_ps(c, d));
     const R abcd = _mm512_add_ps(_mm512_shuffle_ps(ab, cd, 0x44), _mm512_shuffle_ps(ab, cd, 0xEE));
-    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(abcd),
-                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(abcd), 1)));
+    const __m256 h =
+        _mm256_add_ps(_mm512_castps512_ps256(abcd),
+                      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(abcd), 1)));
     _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
   }
 };

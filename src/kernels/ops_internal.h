@@ -11,23 +11,42 @@ namespace shrike::kernels::detail {
 
 // One head of attention for nq (1..4) consecutive query tokens; query j sees n_keys + j keys.
 // q / out of query j start at q + j * q_stride / out + j * q_stride. scores has room for
-// 4 * (n_keys + 3) floats. K and V are f32 (k_blocks, v_blocks) or, when f16 is set, IEEE
-// halves (k_half, v_half).
+// 4 * (n_keys + 3) floats; on return, query j's softmax weights (n_keys + j of them) are at
+// scores + j * (n_keys + nq + 2) (the caller adds them to the attention weight sums).
+// K and V are f32 (k_blocks, v_blocks), IEEE halves (k_half, v_half) or int8 rows with their
+// scales and optional f16 copies (k_int8 ...; see kernels::KvRows).
 struct AttnHead {
   const float* q;  // head_dim
   int64_t nq, q_stride;
-  bool f16;
+  KvFormat format;
   const float* const* k_blocks;
   const float* const* v_blocks;
   const uint16_t* const* k_half;
   const uint16_t* const* v_half;
   int64_t k_block_size, k_row_stride, v_block_size, v_row_stride;
   int64_t k_off, v_off;  // element offsets of the kv head from its position's row start
+  // Int8 rows: the scale of position p is at *_scales[p / block_size] + (p % block_size) *
+  // *_scale_row_stride + *_scale_off; a position with *_slot[p] >= 0 (when *_slot is set) is read
+  // from the halves at *_copies + slot * *_copy_stride + *_copy_off instead.
+  const int8_t* const* k_int8;
+  const int8_t* const* v_int8;
+  const float* const* k_scales;
+  const float* const* v_scales;
+  int64_t k_scale_row_stride, v_scale_row_stride, k_scale_off, v_scale_off;
+  const int32_t* k_slot;
+  const int32_t* v_slot;
+  const uint16_t* k_copies;
+  const uint16_t* v_copies;
+  int64_t k_copy_stride, v_copy_stride, k_copy_off, v_copy_off;
   int64_t n_keys, head_dim;
   float scale;
-  float* out;     // head_dim
-  float* scores;  // scratch
+  float* out;         // head_dim
+  float* scores;      // scratch
   const void** rows;  // scratch: 2 * (n_keys + nq) row pointers (of the K / V element type)
+  // Scratch for int8 rows, 2 * (n_keys + nq) each: per row its scale (1 for an f16 copy) and
+  // whether it is an f16 copy.
+  float* row_scales;
+  uint8_t* row_is_half;
 };
 
 struct IsaOps {

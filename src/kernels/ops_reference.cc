@@ -8,9 +8,19 @@
 namespace shrike::kernels::reference {
 namespace {
 
-// Element i of kv head kv_head at position p, widened to f32 (exactly) when the rows are f16.
+// Element i of kv head kv_head at position p as f32: f16 widened (exactly), int8 times its row's
+// scale, or the position's f16 copy when it has one.
 float kv_at(const KvRows& r, int64_t p, int64_t kv_head, int64_t i) {
-  return r.is_f16() ? fp16_to_fp32(r.half_head(p, kv_head)[i]) : r.head(p, kv_head)[i];
+  switch (r.format()) {
+    case KvFormat::F16:
+      return fp16_to_fp32(r.half_head(p, kv_head)[i]);
+    case KvFormat::Int8:
+      if (const uint16_t* copy = r.f16_copy(p, kv_head)) return fp16_to_fp32(copy[i]);
+      return float(r.int8_head(p, kv_head)[i]) * r.scale(p, kv_head);
+    case KvFormat::F32:
+      break;
+  }
+  return r.head(p, kv_head)[i];
 }
 
 }  // namespace

@@ -1,41 +1,41 @@
 #include "kv/kv_storage.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "core/dtype.h"
+
 namespace shrike::kv {
 namespace {
 
-size_t checked_element_bytes(DType type) {
-  if (type != DType::F32 && type != DType::F16)
-    throw std::invalid_argument("KvStorage: the cache holds f32 or f16, not " +
-                                std::string(dtype_name(type)));
-  return type == DType::F16 ? 2 : 4;
-}
+// Bytes of one block of keys (or values) of a layer, and of its int8 quants; checked so that a
+// huge configuration fails with a message instead of wrapping around.
+struct BlockBytes {
+  size_t block = 0, quants = 0;
+};
 
-// Bytes per tensor (keys or values), checked so that a huge configuration fails with a message
-// instead of wrapping around.
-size_t checked_bytes(int64_t n_layers, int64_t n_blocks, int64_t block_size, int64_t n_kv_heads,
-                     int64_t head_dim, DType type) {
-  const size_t elem = checked_element_bytes(type);
-  const auto describe = [&] {
-    return std::to_string(n_layers) + " layers, " + std::to_string(n_blocks) + " blocks of " +
-           std::to_string(block_size) + ", " + std::to_string(n_kv_heads) + " kv heads of " +
-           std::to_string(head_dim);
-  };
-  if (n_layers < 1 || n_blocks < 1 || block_size < 1 || n_kv_heads < 1 || head_dim < 1) {
-    throw std::invalid_argument("KvStorage: every dimension must be >= 1, got " + describe());
+BlockBytes block_bytes_of(KvFormat f, int64_t block_size, int64_t n_kv_heads, int64_t head_dim,
+                          const std::string& describe) {
+  const size_t limit = std::numeric_limits<size_t>::max() / 64;
+  size_t elems = 1;
+  for (const int64_t d : {block_size, n_kv_heads, head_dim}) {
+    if (elems > limit / size_t(d)) throw std::invalid_argument("KvStorage: too large: " + describe);
+    elems *= size_t(d);
   }
-  // Both tensors together must stay addressable in bytes.
-  const size_t limit = std::numeric_limits<size_t>::max() / (2 * elem);
-  size_t n = 1;
-  for (const int64_t d : {n_layers, n_blocks, block_size, n_kv_heads, head_dim}) {
-    if (n > limit / size_t(d)) throw std::invalid_argument("KvStorage: too large: " + describe());
-    n *= size_t(d);
+  switch (f) {
+    case KvFormat::F32:
+      return {elems * 4, 0};
+    case KvFormat::F16:
+      return {elems * 2, 0};
+    case KvFormat::Int8: {
+      const size_t quants = (elems + 3) / 4 * 4;  // the f32 scales that follow stay aligned
+      return {quants + size_t(block_size) * size_t(n_kv_heads) * 4, quants};
+    }
   }
-  return n * elem;
+  throw std::invalid_argument("KvStorage: unknown format");
 }
 
 // One head's row, converted to the cache's element type.
@@ -58,26 +58,71 @@ void scatter(T* kd, T* vd, const float* k, const float* v, int64_t n_heads, int6
 
 }  // namespace
 
+const char* kv_format_name(KvFormat f) {
+  switch (f) {
+    case KvFormat::F32:
+      return "f32";
+    case KvFormat::F16:
+      return "f16";
+    case KvFormat::Int8:
+      return "int8";
+  }
+  return "?";
+}
+
 KvStorage::KvStorage(int64_t n_layers, int64_t n_blocks, int64_t block_size, int64_t n_kv_heads,
-                     int64_t head_dim, DType type)
+                     int64_t head_dim, KvFormat format)
+    : KvStorage(n_layers, n_blocks, block_size, n_kv_heads, head_dim,
+                std::vector<KvFormat>(size_t(std::max<int64_t>(0, n_layers)), format)) {}
+
+KvStorage::KvStorage(int64_t n_layers, int64_t n_blocks, int64_t block_size, int64_t n_kv_heads,
+                     int64_t head_dim, std::vector<KvFormat> layer_formats)
     : n_layers_(n_layers),
       n_blocks_(n_blocks),
       block_size_(block_size),
       n_kv_heads_(n_kv_heads),
-      head_dim_(head_dim),
-      type_(type),
-      k_(checked_bytes(n_layers, n_blocks, block_size, n_kv_heads, head_dim, type)),
-      v_(k_.size()) {
+      head_dim_(head_dim) {
+  const std::string describe = std::to_string(n_layers) + " layers, " + std::to_string(n_blocks) +
+                               " blocks of " + std::to_string(block_size) + ", " +
+                               std::to_string(n_kv_heads) + " kv heads of " +
+                               std::to_string(head_dim);
+  if (n_layers < 1 || n_blocks < 1 || block_size < 1 || n_kv_heads < 1 || head_dim < 1)
+    throw std::invalid_argument("KvStorage: every dimension must be >= 1, got " + describe);
+  if (int64_t(layer_formats.size()) != n_layers)
+    throw std::invalid_argument("KvStorage: " + std::to_string(layer_formats.size()) +
+                                " layer formats for " + std::to_string(n_layers) + " layers");
+  // Layer after layer, each starting on a cache line; both tensors together must stay
+  // addressable in bytes.
+  const size_t limit = std::numeric_limits<size_t>::max() / 4;
+  size_t offset = 0;
+  for (const KvFormat f : layer_formats) {
+    const BlockBytes bb = block_bytes_of(f, block_size, n_kv_heads, head_dim, describe);
+    if (bb.block > limit / size_t(n_blocks) || offset > limit - bb.block * size_t(n_blocks))
+      throw std::invalid_argument("KvStorage: too large: " + describe);
+    layers_.push_back({f, bb.block, bb.quants, offset});
+    offset = (offset + bb.block * size_t(n_blocks) + 63) / 64 * 64;
+    block_bytes_ += 2 * bb.block;
+  }
+  k_ = Bytes(offset);
+  v_ = Bytes(offset);
   // Zeroed so that nothing ever reads indeterminate memory (and so that the pages are committed
   // now, when the server starts, rather than in the middle of the first requests). Zero bits are
-  // 0.0 in both types.
+  // 0.0 in every format (int8 quants 0 with scale 0).
   std::memset(k_.data(), 0, k_.size());
   std::memset(v_.data(), 0, v_.size());
 }
 
-void KvStorage::wrong_type(DType want) const {
-  throw std::logic_error("KvStorage: " + std::string(dtype_name(want)) + " access to an " +
-                         std::string(dtype_name(type_)) + " cache");
+size_t KvStorage::block_bytes_for(const std::vector<KvFormat>& layer_formats, int64_t block_size,
+                                  int64_t n_kv_heads, int64_t head_dim) {
+  return KvStorage(int64_t(layer_formats.size()), 1, block_size, n_kv_heads, head_dim,
+                   layer_formats)
+      .block_bytes();
+}
+
+void KvStorage::wrong_format(int64_t layer, KvFormat want) const {
+  throw std::logic_error("KvStorage: " + std::string(kv_format_name(want)) + " access to layer " +
+                         std::to_string(layer) + " of format " +
+                         kv_format_name(layers_[size_t(layer)].format));
 }
 
 void KvStorage::store(int64_t layer, BlockId b, int64_t slot, const float* k, const float* v) {
@@ -87,12 +132,28 @@ void KvStorage::store(int64_t layer, BlockId b, int64_t slot, const float* k, co
                             std::to_string(b) + ", slot " + std::to_string(slot) + " out of range");
   }
   const int64_t head_stride = block_size_ * head_dim_;
-  if (is_f16()) {
-    scatter(keys_f16(layer, b) + slot * head_dim_, values_f16(layer, b) + slot * head_dim_, k, v,
-            n_kv_heads_, head_dim_, head_stride);
-  } else {
-    scatter(keys(layer, b) + slot * head_dim_, values(layer, b) + slot * head_dim_, k, v,
-            n_kv_heads_, head_dim_, head_stride);
+  switch (format(layer)) {
+    case KvFormat::F32:
+      scatter(keys(layer, b) + slot * head_dim_, values(layer, b) + slot * head_dim_, k, v,
+              n_kv_heads_, head_dim_, head_stride);
+      break;
+    case KvFormat::F16:
+      scatter(keys_f16(layer, b) + slot * head_dim_, values_f16(layer, b) + slot * head_dim_, k, v,
+              n_kv_heads_, head_dim_, head_stride);
+      break;
+    case KvFormat::Int8: {
+      int8_t* kq = keys_int8(layer, b) + slot * head_dim_;
+      int8_t* vq = values_int8(layer, b) + slot * head_dim_;
+      float* ks = key_scales(layer, b) + slot;
+      float* vs = value_scales(layer, b) + slot;
+      for (int64_t h = 0; h < n_kv_heads_; ++h) {
+        ks[h * block_size_] =
+            kernels::quantize_int8_row(k + h * head_dim_, head_dim_, kq + h * head_stride);
+        vs[h * block_size_] =
+            kernels::quantize_int8_row(v + h * head_dim_, head_dim_, vq + h * head_stride);
+      }
+      break;
+    }
   }
 }
 
@@ -103,14 +164,11 @@ void KvStorage::copy_block(BlockId src, BlockId dst) {
                             ")");
   }
   if (src == dst) return;
-  // Raw bytes: the copy is exact in either element type.
-  const size_t bytes = size_t(block_elems()) * element_bytes();
-  const auto at = [&](Bytes& m, int64_t layer, BlockId blk) {
-    return m.data() + (size_t(layer) * size_t(n_blocks_) + size_t(blk)) * bytes;
-  };
+  // Raw bytes: the copy is exact in every format (int8 scales included).
   for (int64_t layer = 0; layer < n_layers_; ++layer) {
-    std::memcpy(at(k_, layer, dst), at(k_, layer, src), bytes);
-    std::memcpy(at(v_, layer, dst), at(v_, layer, src), bytes);
+    const size_t bytes = layers_[size_t(layer)].block_bytes;
+    std::memcpy(raw(k_, layer, dst), raw(k_, layer, src), bytes);
+    std::memcpy(raw(v_, layer, dst), raw(v_, layer, src), bytes);
   }
 }
 

@@ -61,7 +61,8 @@ size_t Model::total_weight_bytes() const {
 
 int64_t Model::parameter_count() const {
   const auto& c = config_;
-  int64_t per_layer = 2 * c.dim + c.q_dim() * c.dim * 2 + c.kv_dim() * c.dim * 2 + 3 * c.ffn_dim * c.dim;
+  int64_t per_layer =
+      2 * c.dim + c.q_dim() * c.dim * 2 + c.kv_dim() * c.dim * 2 + 3 * c.ffn_dim * c.dim;
   if (c.qkv_bias) per_layer += c.q_dim() + 2 * c.kv_dim();
   int64_t total = c.n_layers * per_layer + c.dim + c.vocab_size * c.dim;
   if (!c.tied_output) total += c.vocab_size * c.dim;
@@ -108,7 +109,8 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
   for (int64_t i = 0; i < n_seqs; ++i) {
     const BatchSequence& s = seqs[i];
     const std::string who = n_seqs > 1 ? "sequence " + std::to_string(i) + ": " : "";
-    if (s.n_tokens < 0 || s.kv == nullptr) throw std::invalid_argument(who + "no tokens or no cache");
+    if (s.n_tokens < 0 || s.kv == nullptr)
+      throw std::invalid_argument(who + "no tokens or no cache");
     const int64_t limit = std::min(s.kv->capacity(), c.context_length);
     if (s.pos0 < 0 || s.pos0 + s.n_tokens > limit)
       throw std::out_of_range(who + "positions " + std::to_string(s.pos0) + ".." +
@@ -124,6 +126,8 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
     n_logits += s.n_logits;
   }
   if (n == 0) return;
+  for (int64_t i = 0; i < n_seqs; ++i)
+    if (seqs[i].n_tokens > 0) seqs[i].kv->begin_forward(seqs[i].pos0, seqs[i].n_tokens);
   ensure_scratch(n);
   for (int64_t i = 0, t = 0; i < n_seqs; ++i)
     for (int64_t j = 0; j < seqs[i].n_tokens; ++j, ++t) {
@@ -147,13 +151,16 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
       cs[2 * i + 1] = std::sin(angle);
     }
     const BatchSequence& s = seqs[sequence[t]];
-    weights_.token_embedding.dequantize_row(s.tokens[position[t] - s.pos0], scratch_.x.data() + t * c.dim);
+    weights_.token_embedding.dequantize_row(s.tokens[position[t] - s.pos0],
+                                            scratch_.x.data() + t * c.dim);
   });
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
     attention_block(l, n, seqs, n_seqs, pool);
     ffn_block(l, n, pool);
   }
+  for (int64_t i = 0; i < n_seqs; ++i)
+    if (seqs[i].n_tokens > 0) seqs[i].kv->end_forward(seqs[i].n_logits > 0);
 
   if (n_logits == 0) return;
   // The rows whose logits are wanted: the last n_logits tokens of each sequence, in order.
@@ -207,9 +214,11 @@ void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs,
   for (int64_t i = 0, t = 0; i < n_seqs; t += seqs[i].n_tokens, ++i) {
     const BatchSequence& s = seqs[i];
     if (s.n_tokens == 0) continue;
-    const kernels::AttentionShape shape{s.n_tokens, s.pos0, c.n_heads, c.n_kv_heads, c.head_dim, scale};
+    const kernels::AttentionShape shape{s.n_tokens,   s.pos0,     c.n_heads,
+                                        c.n_kv_heads, c.head_dim, scale};
+    const WeightSums sums = s.kv->attention_weight_sums(layer);
     jobs.push_back({shape, q + t * c.q_dim(), s.kv->keys(layer), s.kv->values(layer),
-                    scratch_.att.data() + t * c.q_dim()});
+                    scratch_.att.data() + t * c.q_dim(), sums.data, sums.stride, sums.index});
   }
   kernels::attention_batch(jobs.data(), int64_t(jobs.size()), pool);
 

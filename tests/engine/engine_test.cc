@@ -162,17 +162,26 @@ void expect_same_outputs(const std::vector<Output>& a, const std::vector<Output>
   }
 }
 
-// With the default f16 KV cache and with the f32 one (serve --kv-type).
-class EngineKvType : public ::testing::TestWithParam<DType> {};
+std::string kv_name(const ::testing::TestParamInfo<model::KvType>& info) {
+  std::string n = model::kv_type_name(info.param);
+  for (char& ch : n)
+    if (ch == '-') ch = '_';
+  return n;
+}
+
+// With the default f16 KV cache and the others (serve --kv-type): int8 positions are quantised
+// once, from batch-invariant f32 values; int8-mixed decides its f16 copies from weights summed in
+// position order at each sequence's logits calls, whatever else shares the step.
+class EngineKvType : public ::testing::TestWithParam<model::KvType> {};
 
 TEST_P(EngineKvType, SixtyFourConcurrentRequestsGiveTheirSoloOutputs) {
   const auto& m = synth_f32();
   const auto reqs = random_requests(64, 500, 48, 512, 1);
   EngineConfig c = config();
-  c.kv_type = GetParam();
+  c.kv.type = GetParam();
   const auto alone = run_alone(m, reqs, c);
   Engine e(*m.model, *m.tok, c);
-  EXPECT_EQ(e.config().kv_type, GetParam());
+  EXPECT_EQ(e.config().kv.type, GetParam());
   const auto together = run_concurrently(e, reqs);
   expect_same_outputs(alone, together);
   for (size_t i = 0; i < reqs.size(); ++i) {
@@ -183,49 +192,126 @@ TEST_P(EngineKvType, SixtyFourConcurrentRequestsGiveTheirSoloOutputs) {
   }
   EXPECT_GT(e.metrics().steps.load(), 0);
   expect_no_blocks_in_use(e);
+  EXPECT_EQ(e.gauges().kv_f16_copy_bytes, 0);
+  EXPECT_EQ(e.gauges().kv_bytes_used, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(KvTypes, EngineKvType, ::testing::Values(DType::F16, DType::F32),
-                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(KvTypes, EngineKvType,
+                         ::testing::Values(model::KvType::F16, model::KvType::F32,
+                                           model::KvType::Int8, model::KvType::Int8Mixed),
+                         kv_name);
 
-// The KV element type sets the bytes of a block, so the blocks that fit in kv_cache_bytes.
+// A request's blocks (and int8-mixed f16 copies) while it runs, as the gauges show them.
+// Polls until the request holds blocks and at least min_tokens positions.
+EngineGauges gauges_while_running(Engine& e, int64_t min_tokens = 1) {
+  // Gauges are published after each step, and a step of this tiny model takes microseconds:
+  // poll without sleeping, or the whole request may run between two looks.
+  EngineGauges g = e.gauges();
+  for (const auto give_up = Clock::now() + 10s;
+       (g.kv_blocks_used == 0 || g.kv_tokens_used < min_tokens) && Clock::now() < give_up;)
+    g = e.gauges();
+  return g;
+}
+
+// The KV type sets the bytes of a block, so the blocks that fit in kv_cache_bytes.
 TEST(Engine, KvTypeSetsTheCacheMemory) {
   const auto& m = synth_f32();  // 2 layers, 2 kv heads of 16, context 1024 (64 blocks)
-  const int64_t f32_block = 2 * 2 * 2 * 16 * 16 * 4;  // K and V, layers, heads, dims, positions
+  const int64_t f32_block = 2 * 2 * 2 * 16 * 16 * 4;     // K and V, layers, heads, dims, positions
+  const int64_t int8_block = 2 * 2 * 2 * 16 * (16 + 4);  // quants and one f32 scale per row
   EngineConfig c = config();
-  EXPECT_EQ(c.kv_type, DType::F16);  // the default
+  EXPECT_EQ(c.kv.type, model::KvType::F16);  // the default
   c.kv_blocks = 70;
-  c.kv_type = DType::F32;
+  c.kv.type = model::KvType::F32;
   EXPECT_EQ(Engine(*m.model, *m.tok, c).gauges().kv_bytes_total, 70 * f32_block);
-  c.kv_type = DType::F16;
+  c.kv.type = model::KvType::F16;
   EXPECT_EQ(Engine(*m.model, *m.tok, c).gauges().kv_bytes_total, 70 * f32_block / 2);
+  c.kv.type = model::KvType::Int8;
+  const Engine int8(*m.model, *m.tok, c);
+  EXPECT_EQ(int8.gauges().kv_bytes_total, 70 * int8_block);
+  EXPECT_EQ(int8.gauges().kv_type, "int8");
+  EXPECT_DOUBLE_EQ(int8.gauges().kv_bytes_per_token, int8_block / 16.0);
   // Automatic block count: max_seqs (64) full contexts would need 4096 blocks; the cap allows
-  // 100 f32 blocks, 200 f16 ones.
+  // 100 f32 blocks, 200 f16 ones, 327 int8 ones.
   c.kv_blocks = 0;
   c.kv_cache_bytes = size_t(100 * f32_block);
-  c.kv_type = DType::F32;
+  c.kv.type = model::KvType::F32;
   EXPECT_EQ(Engine(*m.model, *m.tok, c).config().kv_blocks, 100);
-  c.kv_type = DType::F16;
+  c.kv.type = model::KvType::Int8;
+  EXPECT_EQ(Engine(*m.model, *m.tok, c).config().kv_blocks, 100 * f32_block / int8_block);
+  c.kv.type = model::KvType::F16;
   Engine e(*m.model, *m.tok, c);
   EXPECT_EQ(e.config().kv_blocks, 200);
   EXPECT_EQ(e.gauges().kv_bytes_total, 100 * f32_block);
   // A request's blocks count at f16 size while it runs.
   auto s = e.submit(greedy_request(std::vector<int32_t>(40, 7), 900));
   ASSERT_EQ(s.status, SubmitStatus::Accepted);
-  // Gauges are published after each step, and a step of this tiny model takes microseconds:
-  // poll without sleeping, or the whole request may run between two looks.
-  EngineGauges g = e.gauges();
-  for (const auto give_up = Clock::now() + 10s; g.kv_blocks_used == 0 && Clock::now() < give_up;)
-    g = e.gauges();
+  const EngineGauges g = gauges_while_running(e);
   EXPECT_GT(g.kv_blocks_used, 0);
   EXPECT_EQ(g.kv_bytes_used, g.kv_blocks_used * f32_block / 2);
   s.stream->cancel();
   collect(*s.stream);
   expect_no_blocks_in_use(e);
-  for (const DType bad : {DType::BF16, DType::Q8_0}) {
-    c.kv_type = bad;
-    EXPECT_THROW(Engine(*m.model, *m.tok, c), std::invalid_argument) << dtype_name(bad);
-  }
+  // Invalid options are refused.
+  c.kv.heavy_fraction = 1.5;
+  EXPECT_THROW(Engine(*m.model, *m.tok, c), std::invalid_argument);
+  c.kv.heavy_fraction = 0.1;
+  c.kv.fp16_layers = {0};  // only int8-mixed has f16 layers
+  EXPECT_THROW(Engine(*m.model, *m.tok, c), std::invalid_argument);
+  c.kv.type = model::KvType::Int8Mixed;
+  c.kv.fp16_layers = {2};  // the model has 2 layers
+  EXPECT_THROW(Engine(*m.model, *m.tok, c), std::invalid_argument);
+}
+
+// int8-mixed: the f16 copies count in the memory cap and in the bytes used while a request runs;
+// f16 layers are f16 blocks; the prefix cache is off; nothing is left when requests end.
+TEST(Engine, Int8MixedCountsItsCopiesAndReleasesThem) {
+  const auto& m = synth_f32();
+  const int64_t copy = 2 * 2 * 16 * 2;  // one position of one layer: K and V halves
+  const int64_t sums = 2 * 4;           // and its weight sums (2 kv heads)
+  EngineConfig c = config(256, 4);
+  c.kv.type = model::KvType::Int8Mixed;
+  c.kv.sinks = 4;
+  c.kv.window = 16;
+  c.kv.heavy_fraction = 0.25;
+  c.kv.fp16_layers = {1};
+  c.kv_cache_bytes = size_t(512) << 10;
+  Engine e(*m.model, *m.tok, c);
+  EXPECT_FALSE(e.config().scheduler.prefix_caching);
+  // Blocks: layer 0 int8 (2 x 16 x 16 + 2 x 16 scales, K and V), layer 1 f16.
+  const int64_t block = 2 * (2 * 16 * (16 + 4)) + 2 * (2 * 16 * 16 * 2);
+  EXPECT_EQ(e.gauges().kv_bytes_total, e.config().kv_blocks * block);
+  // The cap holds the blocks and the policy's bound: copies (with sums) of sinks + window of 4
+  // sequences, of a step's prefill, and of a quarter of every block's positions, and a slot index
+  // per position of the int8 layer.
+  const int64_t fixed = (copy + sums) * (4 * (4 + 16) + 256);
+  const int64_t per_block = block + 4 * (copy + sums) + 16 * 4;
+  EXPECT_EQ(e.config().kv_blocks, ((int64_t(512) << 10) - fixed) / per_block);
+  std::vector<int32_t> prompt(300);
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = int32_t(3 + i % 500);
+  auto s = e.submit(greedy_request(prompt, 900));
+  ASSERT_EQ(s.status, SubmitStatus::Accepted);
+  // Decoding (the prompt's positions were in f16 until its last chunk's logits call decided).
+  const EngineGauges g = gauges_while_running(e, 310);
+  ASSERT_GE(g.kv_tokens_used, 310);
+  EXPECT_GE(g.kv_f16_copy_bytes, copy * (4 + 16));
+  // At most: sinks, window, a quarter of the others (plus a step that may separate the two
+  // gauges).
+  EXPECT_LE(g.kv_f16_copy_bytes, copy * (4 + 16 + (g.kv_tokens_used + 1 - 20) / 4 + 1));
+  // Bytes used: the blocks, and the state: the copies in use and the slots allocated (at most
+  // about twice as many, or 16) with their sums, and a slot index per position.
+  EXPECT_GE(g.kv_bytes_used, g.kv_blocks_used * block + g.kv_f16_copy_bytes);
+  const int64_t slots = std::max<int64_t>(16, 3 * g.kv_f16_copy_bytes / copy);
+  EXPECT_LE(g.kv_bytes_used,
+            g.kv_blocks_used * block + slots * (copy + sums) + 4 * (g.kv_tokens_used + 1));
+  s.stream->cancel();
+  collect(*s.stream);
+  expect_no_blocks_in_use(e);
+  EXPECT_EQ(e.gauges().kv_f16_copy_bytes, 0);
+  // A repeated prompt is computed again (no prefix cache in this mode).
+  collect(*e.submit(greedy_request(prompt, 3)).stream);
+  collect(*e.submit(greedy_request(prompt, 3)).stream);
+  EXPECT_EQ(e.gauges().prefix_hit_tokens, 0);
+  expect_no_blocks_in_use(e);
 }
 
 // Quantised weights are batch-invariant without the (float-only) batch-invariant mode.
@@ -278,19 +364,29 @@ TEST(Engine, SharedPrefixIsComputedOnceAndGivesTheColdOutput) {
   expect_no_blocks_in_use(e);
 }
 
-TEST(Engine, PreemptionUnderASmallPoolKeepsEveryOutput) {
+// Preempted sequences are recomputed (int8-mixed: their f16 copies and weight sums from scratch)
+// and still give their solo outputs.
+class EnginePreemption : public ::testing::TestWithParam<model::KvType> {};
+
+TEST_P(EnginePreemption, UnderASmallPoolEveryOutputIsKept) {
   const auto& m = synth_f32();
   const auto reqs = random_requests(64, 300, 64, 512, 4);
-  const auto alone = run_alone(m, reqs);
   EngineConfig c = config();
+  c.kv.type = GetParam();
+  const auto alone = run_alone(m, reqs, c);
   c.kv_blocks = 3 * (364 / 16 + 1);  // about three of the longest sequences at once
   Engine e(*m.model, *m.tok, c);
   expect_same_outputs(alone, run_concurrently(e, reqs));
   EXPECT_GT(e.metrics().preemptions.load(), 0);
-  std::printf("[ preempt  ] %lld preemptions with a pool of %lld blocks\n",
-              (long long)e.metrics().preemptions.load(), (long long)e.config().kv_blocks);
+  std::printf("[ preempt  ] %s: %lld preemptions with a pool of %lld blocks\n",
+              model::kv_type_name(GetParam()), (long long)e.metrics().preemptions.load(),
+              (long long)e.config().kv_blocks);
   expect_no_blocks_in_use(e);
+  EXPECT_EQ(e.gauges().kv_f16_copy_bytes, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(KvTypes, EnginePreemption,
+                         ::testing::Values(model::KvType::F16, model::KvType::Int8Mixed), kv_name);
 
 TEST(Engine, CancellationFreesTheBlocksAndEndsTheStream) {
   const auto& m = synth_f32();

@@ -315,6 +315,10 @@ TEST(Metrics, RenderedTextParsesAndHoldsEveryValue) {
   g.kv_blocks_cached = 12;
   g.kv_bytes_total = int64_t(1) << 40;  // large integers stay integers
   g.kv_bytes_used = 123456789;
+  g.kv_f16_copy_bytes = 4567;
+  g.kv_tokens_used = 890;
+  g.kv_type = "int8-mixed";
+  g.kv_bytes_per_token = 529.25;
   g.prefix_queried_tokens = 800;
   g.prefix_hit_tokens = 300;
   const std::vector<HttpRequestCount> http{
@@ -347,7 +351,10 @@ TEST(Metrics, RenderedTextParsesAndHoldsEveryValue) {
       {"shrike_kv_blocks_total", "gauge"},
       {"shrike_kv_blocks_cached", "gauge"},
       {"shrike_kv_cache_bytes_total", "gauge"},
-      {"shrike_kv_cache_bytes_used", "gauge"}};
+      {"shrike_kv_cache_bytes_used", "gauge"},
+      {"shrike_kv_cache_f16_copy_bytes", "gauge"},
+      {"shrike_kv_cache_tokens_used", "gauge"},
+      {"shrike_kv_cache_bytes_per_token", "gauge"}};
   EXPECT_EQ(e.type, families);
   for (const auto& [name, help] : e.help) EXPECT_GT(help.size(), 5u) << name;
 
@@ -396,12 +403,18 @@ TEST(Metrics, RenderedTextParsesAndHoldsEveryValue) {
       {"shrike_kv_blocks_total", "1000"},
       {"shrike_kv_blocks_cached", "12"},
       {"shrike_kv_cache_bytes_total", "1099511627776"},
-      {"shrike_kv_cache_bytes_used", "123456789"}};
+      {"shrike_kv_cache_bytes_used", "123456789"},
+      {"shrike_kv_cache_f16_copy_bytes", "4567"},
+      {"shrike_kv_cache_tokens_used", "890"}};
   for (const auto& [name, value] : plain) {
     const Sample* s = find(e, name);
     ASSERT_NE(s, nullptr) << name;
     EXPECT_EQ(s->raw_value, value) << name;
   }
+  // Bytes per token, labelled with the cache type.
+  const Sample* per_token = find(e, "shrike_kv_cache_bytes_per_token", {{"type", "int8-mixed"}});
+  ASSERT_NE(per_token, nullptr);
+  EXPECT_EQ(per_token->raw_value, "529.25");
   const Sample* ok =
       find(e, "shrike_http_requests_total", {{"route", "/v1/completions"}, {"code", "200"}});
   ASSERT_NE(ok, nullptr);
