@@ -5,6 +5,8 @@
 //   --task: intent accuracy and slot F1 of MODEL's greedy answers (overall, per language, the
 //           commonest confusions); with --ref, KL and top-1 agreement over the gold answers'
 //           positions (sequences encoded exactly as training encodes them).
+//   --kv-type (and the int8-mixed options): the KV cache MODEL runs with, REF staying f32; so
+//           `-m M --ref M --kv-type int8` measures what the cache alone costs.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "data/example.h"
 #include "data/metrics.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "quant/kl_eval.h"
 #include "train/task_eval.h"
@@ -29,6 +32,11 @@ struct EvalArgs {
   int64_t ctx = 0;  // 0: min(context lengths, 256)
   int threads = 0;
   int confusions = 10;
+  // The KV cache MODEL runs with (REF always runs f32).
+  std::string kv_type = "f32";
+  model::KvCacheOptions kv;
+  int64_t kv_chunk = -1;                 // -1: 1 for int8-mixed, else 0
+  std::vector<CLI::Option*> mixed_only;  // --kv-sinks, --kv-window, --kv-heavy
 };
 
 nlohmann::ordered_json kl_json(const quant::KlStats& k) {
@@ -84,10 +92,15 @@ void write_predictions(const EvalArgs& a, const std::vector<data::Example>& exam
   if (!out) throw FileError(a.predictions_out + ": cannot write");
 }
 
-int run_eval(const EvalArgs& a) {
+int run_eval(EvalArgs a) {
   if (a.task.empty() && a.text.empty())
     throw std::invalid_argument("eval needs --text or --task (or both)");
+  a.kv.type = *model::kv_type_from_name(a.kv_type);  // CLI11 checked the name
+  for (const CLI::Option* o : a.mixed_only)
+    if (o->count() > 0 && !a.kv.mixed())
+      throw std::invalid_argument(o->get_name() + " applies to --kv-type int8-mixed");
   const auto model = model::load_model(a.model);
+  a.kv.validate(model->config().n_layers);
   const auto tok = load_tokenizer(a.model, a.tokenizer, model->config().vocab_size);
   std::unique_ptr<model::Model> ref;
   if (!a.ref.empty()) {
@@ -110,9 +123,25 @@ int run_eval(const EvalArgs& a) {
   nlohmann::ordered_json json = nlohmann::ordered_json::object();
   json["model"] = a.model;
   if (ref) json["ref"] = a.ref;
+  quant::EvalOptions opt;
+  if (a.kv.type != model::KvType::F32) opt.make_cache = quant::kv_cache_factory(a.kv);
+  opt.scored_chunk = a.kv_chunk >= 0 ? a.kv_chunk : a.kv.mixed() ? 1 : 0;
+  if (opt.make_cache || opt.scored_chunk > 0) {
+    const std::string calls =
+        opt.scored_chunk > 0
+            ? "scored positions run " + std::to_string(opt.scored_chunk) + " per call"
+            : "each sequence in one call";
+    std::printf("KV cache of %s: %s; %s\n", a.model.c_str(), a.kv.describe().c_str(),
+                calls.c_str());
+    json["kv_cache"] = a.kv.describe();
+    json["kv_chunk"] = opt.scored_chunk;
+  }
 
   if (!a.task.empty()) {
-    const auto answers = train::generate_answers(*model, *tok, examples, pool);
+    // Decoding runs a prompt in one call, then a token per call, whatever --kv-chunk says.
+    const auto answers =
+        opt.make_cache ? quant::greedy_task_answers(*model, *tok, examples, pool, opt.make_cache)
+                       : train::generate_answers(*model, *tok, examples, pool);
     std::vector<data::TaskPrediction> predictions;
     for (const std::string& answer : answers)
       predictions.push_back(data::parse_task_answer(answer));
@@ -131,7 +160,7 @@ int run_eval(const EvalArgs& a) {
                           std::to_string(seqs[i].tokens.size()) +
                           " tokens with its answer, more than the context of " +
                           std::to_string(context));
-      const quant::KlStats k = quant::compare_models(*model, *ref, seqs, pool);
+      const quant::KlStats k = quant::compare_models(*model, *ref, seqs, pool, opt);
       std::printf("gold answers vs %s (%lld positions):\n", a.ref.c_str(),
                   (long long)k.n_positions);
       std::printf("  perplexity       model %.4f  ref %.4f\n", k.model_perplexity,
@@ -157,14 +186,14 @@ int run_eval(const EvalArgs& a) {
     nlohmann::ordered_json t = {
         {"file", a.text}, {"documents", documents.size()}, {"windows", seqs.size()}, {"ctx", ctx}};
     if (ref) {
-      const quant::KlStats k = quant::compare_models(*model, *ref, seqs, pool);
+      const quant::KlStats k = quant::compare_models(*model, *ref, seqs, pool, opt);
       std::printf("  positions        %lld\n", (long long)k.n_positions);
       std::printf("  perplexity       model %.4f  ref %.4f\n", k.model_perplexity,
                   k.ref_perplexity);
       print_kl(k);
       t.update(kl_json(k));
     } else {
-      const quant::PerplexityStats p = quant::perplexity(*model, seqs, pool);
+      const quant::PerplexityStats p = quant::perplexity(*model, seqs, pool, opt);
       std::printf("  positions        %lld\n", (long long)p.n_positions);
       std::printf("  perplexity       %.4f (%.4f nats/token)\n", p.perplexity, p.nll);
       t.update(
@@ -202,6 +231,27 @@ Runner add_eval(CLI::App& app) {
                  "write every example's gold and generated answer to this JSONL file");
   app.add_option("--confusions", a->confusions, "confusions listed")->check(CLI::Range(0, 1000));
   app.add_option("-t,--threads", a->threads, "threads (default: all cores)");
+  app.add_option("--kv-type", a->kv_type,
+                 "KV cache of MODEL (REF: f32): f32 | f16 | int8 | int8-mixed (int8 with f16 "
+                 "sinks, recent window, heavy hitters and --kv-fp16-layers)")
+      ->check(CLI::IsMember({"f32", "f16", "int8", "int8-mixed"}))
+      ->capture_default_str();
+  a->mixed_only = {
+      app.add_option("--kv-sinks", a->kv.sinks, "int8-mixed: first positions kept in f16")
+          ->check(CLI::NonNegativeNumber),
+      app.add_option("--kv-window", a->kv.window, "int8-mixed: recent positions kept in f16")
+          ->check(CLI::NonNegativeNumber),
+      app.add_option("--kv-heavy", a->kv.heavy_fraction,
+                     "int8-mixed: fraction of older positions kept in f16 (heavy hitters), 0..1")
+          ->check(CLI::Range(0.0, 1.0))};
+  app.add_option("--kv-fp16-layers", a->kv.fp16_layers,
+                 "int8-mixed: layers kept in f16, comma-separated")
+      ->delimiter(',');
+  app.add_option("--kv-chunk", a->kv_chunk,
+                 "--text/--ref scoring: positions per forward call after a sequence's prefix "
+                 "(0: whole sequences; default 1 for int8-mixed, which must be measured as "
+                 "decoding runs, else 0)")
+      ->check(CLI::NonNegativeNumber);
   return [a] { return run_eval(*a); };
 }
 

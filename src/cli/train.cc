@@ -25,7 +25,7 @@ struct TrainArgs {
   int threads = 0;
   bool resume = false;
   // Overrides of the preset's shape (0: the preset's value).
-  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0;
+  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0, context = 0;
 };
 
 int run_train(TrainArgs a) {
@@ -56,6 +56,7 @@ int run_train(TrainArgs a) {
     if (a.heads > 0) c.n_heads = a.heads;
     if (a.kv_heads > 0) c.n_kv_heads = a.kv_heads;
     if (a.ffn > 0) c.ffn_dim = a.ffn;
+    if (a.context > 0) c.context_length = a.context;
     c.head_dim = c.rope_dims = c.n_heads > 0 ? c.dim / c.n_heads : 0;
     c.validate();
     c.bos_id = vocab.bos_id;
@@ -99,6 +100,8 @@ Runner add_train(CLI::App& app) {
   app.add_option("--kv-heads", a->kv_heads, "override the preset's KV head count")
       ->check(CLI::Range(1, 1024));
   app.add_option("--ffn", a->ffn, "override the preset's FFN width")->check(CLI::Range(8, 1 << 20));
+  app.add_option("--context", a->context, "override the preset's context length (256)")
+      ->check(CLI::Range(16, 1 << 20));
   app.add_option("--tokenizer", a->tokenizer,
                  "tokenizer GGUF (default: train a BPE tokenizer on the data)");
   app.add_option("--vocab-size", a->vocab_size, "size of the trained tokenizer")

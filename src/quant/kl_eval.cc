@@ -53,6 +53,7 @@ void for_each_scored(const model::Model& m, const std::vector<ScoredSequence>& s
                      ThreadPool& pool, const EvalOptions& opt, Visit&& visit) {
   const model::ModelConfig& c = m.config();
   validate(c, seqs);
+  if (opt.scored_chunk < 0) throw std::invalid_argument("scored_chunk < 0");
   const int64_t vocab = c.vocab_size;
   std::vector<int64_t> first_index(seqs.size() + 1, 0);
   int64_t capacity = 1;
@@ -61,7 +62,8 @@ void for_each_scored(const model::Model& m, const std::vector<ScoredSequence>& s
     if (scored_count(seqs[i]) > 0)
       capacity = std::max<int64_t>(capacity, int64_t(seqs[i].tokens.size()) - 1);
   }
-  // One cache per batch slot, reused pass after pass: a pass overwrites every position it reads.
+  // One cache per batch slot, reused batch after batch: a sequence starts at position 0, which
+  // makes the cache forget what it held.
   std::vector<std::unique_ptr<model::KvCache>> caches;
   auto cache = [&](size_t slot) -> model::KvCache* {
     while (caches.size() <= slot)
@@ -70,51 +72,83 @@ void for_each_scored(const model::Model& m, const std::vector<ScoredSequence>& s
                                             c.n_layers, capacity, c.n_kv_heads, c.head_dim));
     return caches[slot].get();
   };
+  struct Member {
+    size_t seq;
+    int64_t done = 0;  // positions run so far
+  };
   struct Row {
     int64_t logits_row, position;
     int32_t target;
   };
   std::vector<float> logits;
-  std::vector<model::BatchSequence> batch;
+  std::vector<Member> members;
+  std::vector<model::BatchSequence> pass;
   std::vector<Row> rows;
   size_t next = 0;
   while (true) {
-    while (next < seqs.size() && scored_count(seqs[next]) == 0) ++next;
-    if (next == seqs.size()) break;
-    batch.clear();
-    rows.clear();
+    // The next batch of sequences, by tokens and by logits.
+    members.clear();
     int64_t tokens = 0, n_logits = 0;
     for (; next < seqs.size(); ++next) {
       const ScoredSequence& s = seqs[next];
       const int64_t scored = scored_count(s);
       if (scored == 0) continue;
       const int64_t run = int64_t(s.tokens.size()) - 1;
-      if (!batch.empty() &&
+      if (!members.empty() &&
           (tokens + run > opt.batch_tokens ||
            size_t(n_logits + scored) * size_t(vocab) * sizeof(float) > opt.batch_logits_bytes))
         break;
-      model::BatchSequence b;
-      b.tokens = s.tokens.data();
-      b.n_tokens = run;
-      b.pos0 = 0;
-      b.kv = cache(batch.size());
-      b.n_logits = scored;  // the last `scored` of the run: positions first_scored .. n - 2
-      batch.push_back(b);
-      for (int64_t r = 0; r < scored; ++r)
-        rows.push_back(
-            {n_logits + r, first_index[next] + r, s.tokens[size_t(s.first_scored + r + 1)]});
+      members.push_back({next, 0});
       tokens += run;
       n_logits += scored;
     }
-    logits.resize(size_t(n_logits) * size_t(vocab));
-    m.forward_batch(batch.data(), int64_t(batch.size()), logits.data(), pool);
-    pool.run([&](int t, int nt) {
-      const size_t b = rows.size() * size_t(t) / size_t(nt);
-      const size_t e = rows.size() * size_t(t + 1) / size_t(nt);
-      for (size_t i = b; i < e; ++i)
-        visit(logits.data() + size_t(rows[i].logits_row) * size_t(vocab), rows[i].position,
-              rows[i].target, t);
-    });
+    if (members.empty()) break;
+    // Passes until every member has run all its positions: the whole run at once, or the
+    // unscored prefix with the first scored position, then scored_chunk positions per pass.
+    while (true) {
+      pass.clear();
+      rows.clear();
+      int64_t pass_logits = 0;
+      for (size_t k = 0; k < members.size(); ++k) {
+        Member& mb = members[k];
+        const ScoredSequence& s = seqs[mb.seq];
+        const int64_t run = int64_t(s.tokens.size()) - 1;
+        if (mb.done == run) continue;
+        int64_t n = run - mb.done;
+        // A prompt's prefill ends with its first scored position (the prompt's last token,
+        // whose logits predict the answer's first).
+        if (opt.scored_chunk > 0)
+          n = std::min<int64_t>(
+              n, mb.done < s.first_scored ? s.first_scored + 1 - mb.done : opt.scored_chunk);
+        // Scored positions in [done, done + n) are its last ones: [max(done, first), done + n).
+        const int64_t from = std::max(mb.done, s.first_scored);
+        const int64_t wanted = std::max<int64_t>(0, mb.done + n - from);
+        model::BatchSequence b;
+        b.tokens = s.tokens.data() + mb.done;
+        b.n_tokens = n;
+        b.pos0 = mb.done;
+        b.kv = cache(k);
+        b.n_logits = wanted;
+        pass.push_back(b);
+        for (int64_t r = 0; r < wanted; ++r) {
+          const int64_t p = from + r;
+          rows.push_back({pass_logits + r, first_index[mb.seq] + (p - s.first_scored),
+                          s.tokens[size_t(p + 1)]});
+        }
+        pass_logits += wanted;
+        mb.done += n;
+      }
+      if (pass.empty()) break;
+      logits.resize(size_t(pass_logits) * size_t(vocab));
+      m.forward_batch(pass.data(), int64_t(pass.size()), logits.data(), pool);
+      pool.run([&](int t, int nt) {
+        const size_t b = rows.size() * size_t(t) / size_t(nt);
+        const size_t e = rows.size() * size_t(t + 1) / size_t(nt);
+        for (size_t i = b; i < e; ++i)
+          visit(logits.data() + size_t(rows[i].logits_row) * size_t(vocab), rows[i].position,
+                rows[i].target, t);
+      });
+    }
   }
 }
 
@@ -140,6 +174,12 @@ bool blank(std::string_view s) {
 }
 
 }  // namespace
+
+KvCacheFactory kv_cache_factory(const model::KvCacheOptions& opt) {
+  return [opt](const model::ModelConfig& c, int64_t capacity) {
+    return std::make_unique<model::ContiguousKvCache>(c, capacity, opt);
+  };
+}
 
 std::vector<ScoredSequence> all_positions(const std::vector<std::vector<int32_t>>& seqs) {
   std::vector<ScoredSequence> out;
@@ -377,6 +417,71 @@ std::vector<ScoredSequence> task_sequences(const tokenizer::Tokenizer& tok,
     train::TaskSequence t = train::encode_task(tok, ex);
     // Position prompt_length - 1 (the prompt's last token) predicts the first answer token.
     out.push_back({std::move(t.tokens), t.prompt_length - 1});
+  }
+  return out;
+}
+
+std::vector<std::string> greedy_task_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
+                                             const std::vector<data::Example>& examples,
+                                             ThreadPool& pool, const KvCacheFactory& make_cache,
+                                             int64_t max_answer_tokens, int64_t batch) {
+  const model::ModelConfig& c = m.config();
+  std::vector<std::string> out(examples.size());
+  std::vector<float> logits;
+  for (size_t first = 0; first < examples.size(); first += size_t(batch)) {
+    const size_t n = std::min(examples.size() - first, size_t(batch));
+    std::vector<std::vector<int32_t>> prompts(n), answers(n);
+    std::vector<std::unique_ptr<model::KvCache>> caches(n);
+    std::vector<int32_t> next(n);
+    std::vector<bool> done(n, false);
+    for (size_t i = 0; i < n; ++i) {
+      prompts[i] = train::encode_task_prompt(tok, examples[first + i].text);
+      const int64_t cap =
+          std::min<int64_t>(c.context_length, int64_t(prompts[i].size()) + max_answer_tokens);
+      if (int64_t(prompts[i].size()) >= cap) prompts[i].resize(size_t(cap - 1));
+      caches[i] = make_cache ? make_cache(c, cap)
+                             : std::make_unique<model::ContiguousKvCache>(c.n_layers, cap,
+                                                                          c.n_kv_heads, c.head_dim);
+    }
+    // Step 0 prefills every prompt; later steps feed each live sequence its last token.
+    for (int64_t step = 0;; ++step) {
+      std::vector<model::BatchSequence> seqs;
+      std::vector<size_t> members;
+      for (size_t i = 0; i < n; ++i) {
+        if (done[i]) continue;
+        model::BatchSequence s;
+        if (step == 0) {
+          s.tokens = prompts[i].data();
+          s.n_tokens = int64_t(prompts[i].size());
+          s.pos0 = 0;
+        } else {
+          s.tokens = &next[i];
+          s.n_tokens = 1;
+          s.pos0 = int64_t(prompts[i].size() + answers[i].size()) - 1;
+        }
+        s.kv = caches[i].get();
+        s.n_logits = 1;
+        seqs.push_back(s);
+        members.push_back(i);
+      }
+      if (seqs.empty()) break;
+      logits.resize(seqs.size() * size_t(c.vocab_size));
+      m.forward_batch(seqs.data(), int64_t(seqs.size()), logits.data(), pool);
+      for (size_t j = 0; j < members.size(); ++j) {
+        const size_t i = members[j];
+        const int32_t best = first_argmax(logits.data() + j * size_t(c.vocab_size), c.vocab_size);
+        const bool full =
+            int64_t(prompts[i].size() + answers[i].size()) + 1 >= caches[i]->capacity();
+        if (best == tok.eos()) {
+          done[i] = true;
+          continue;
+        }
+        answers[i].push_back(best);
+        next[i] = best;
+        if (int64_t(answers[i].size()) >= max_answer_tokens || full) done[i] = true;
+      }
+    }
+    for (size_t i = 0; i < n; ++i) out[first + i] = tok.decode(answers[i]);
   }
   return out;
 }

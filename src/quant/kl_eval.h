@@ -37,6 +37,9 @@ std::vector<ScoredSequence> all_positions(const std::vector<std::vector<int32_t>
 using KvCacheFactory =
     std::function<std::unique_ptr<model::KvCache>(const model::ModelConfig&, int64_t capacity)>;
 
+// ContiguousKvCache with these options (type f32, f16, int8 or int8-mixed).
+KvCacheFactory kv_cache_factory(const model::KvCacheOptions& opt);
+
 struct EvalOptions {
   // Sequences are run together through Model::forward_batch up to this many tokens per pass
   // (a longer sequence runs alone).
@@ -45,6 +48,11 @@ struct EvalOptions {
   // sequence whose own logits exceed it still runs, alone.
   size_t batch_logits_bytes = size_t(256) << 20;
   KvCacheFactory make_cache;  // empty: ContiguousKvCache
+  // 0: each sequence runs in one forward call. k > 0: its unscored prefix and first scored
+  // position in one call (a prompt's prefill), then the following positions k per call, as
+  // decoding runs. An int8-mixed cache reads a call's own positions in f16 and decides what to
+  // keep at each call with logits, so it must be measured with k = 1.
+  int64_t scored_chunk = 0;
 };
 
 // The reference model's next-token distributions at every scored position, sequence by sequence.
@@ -141,6 +149,15 @@ std::vector<ScoredSequence> text_sequences(const tokenizer::Tokenizer& tok,
 // scoring only the positions that predict the answer and EOS.
 std::vector<ScoredSequence> task_sequences(const tokenizer::Tokenizer& tok,
                                            const std::vector<data::Example>& examples);
+
+// Greedy answers for task examples, as train::generate_answers decodes them (a prompt prefilled
+// in one call, then one token per call, up to max_answer_tokens or EOS, `batch` sequences
+// together), with each sequence's cache made by make_cache (empty: f32): the task accuracy of a
+// model under a KV cache type.
+std::vector<std::string> greedy_task_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
+                                             const std::vector<data::Example>& examples,
+                                             ThreadPool& pool, const KvCacheFactory& make_cache,
+                                             int64_t max_answer_tokens = 96, int64_t batch = 64);
 
 // ---- Exposed for tests ----
 

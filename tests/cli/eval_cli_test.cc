@@ -100,6 +100,33 @@ TEST_F(EvalCli, TaskScoresAndKlOverGoldAnswers) {
   EXPECT_GT(j["task_kl"]["kl_mean"].get<double>(), 0.0);
 }
 
+TEST_F(EvalCli, KvCacheTypeOfTheModelUnderTest) {
+  const std::string self = "eval -m " + path("ref.gguf") + " --ref " + path("ref.gguf") +
+                           " --text " + path("story.txt") + " --ctx 32";
+  const CommandResult int8 = ok(self + " --kv-type int8 --json " + path("int8.json"));
+  EXPECT_NE(int8.out.find("KV cache of"), std::string::npos) << int8.out;
+  ok(self + " --kv-type int8-mixed --kv-window 4 --kv-sinks 1 --json " + path("mixed.json"));
+  const auto a = json_file("int8.json"), b = json_file("mixed.json");
+  EXPECT_EQ(a["kv_cache"], "int8");
+  EXPECT_EQ(a["kv_chunk"], 0);
+  EXPECT_EQ(b["kv_chunk"], 1);  // int8-mixed is measured as decoding runs
+  EXPECT_GT(a["text"]["kl_mean"].get<double>(), 0.0);
+  EXPECT_GT(b["text"]["kl_mean"].get<double>(), 0.0);
+  EXPECT_LT(b["text"]["kl_mean"].get<double>(), a["text"]["kl_mean"].get<double>());
+
+  const CommandResult task = ok("eval -m " + path("q8.gguf") + " --task " + path("task.jsonl") +
+                                " --kv-type f16 --json " + path("task_f16.json"));
+  EXPECT_NE(task.out.find("intent accuracy"), std::string::npos) << task.out;
+  EXPECT_EQ(json_file("task_f16.json")["n"], 2);
+
+  const CommandResult sinks = run_shrike(self + " --kv-sinks 2");
+  EXPECT_EQ(sinks.exit_code, 1);
+  EXPECT_NE(sinks.err.find("applies to --kv-type int8-mixed"), std::string::npos) << sinks.err;
+  const CommandResult layer = run_shrike(self + " --kv-type int8-mixed --kv-fp16-layers 7");
+  EXPECT_EQ(layer.exit_code, 1);
+  EXPECT_NE(layer.err.find("layer"), std::string::npos) << layer.err;
+}
+
 TEST_F(EvalCli, ReportsBadInputs) {
   auto fails = [](const std::string& args, int code, const std::string& message) {
     const CommandResult r = run_shrike(args);

@@ -16,6 +16,7 @@
 
 #include "core/file_buffer.h"
 #include "gguf/gguf.h"
+#include "model/kv_cache.h"
 #include "model/model.h"
 #include "shared_data.h"
 #include "tokenizer/vocab.h"
@@ -258,6 +259,53 @@ TEST(KlEval, BatchingAndChunkingChangeNothing) {
   EXPECT_NEAR(with_factory.mean_kl, batched.mean_kl, 1e-6 * batched.mean_kl);
 }
 
+TEST(KlEval, ChunkedScoringMatchesWholeSequences) {
+  ThreadPool pool(2);
+  const auto ref_model = random_model(0.0);
+  const auto cand = random_model(0.05);
+  auto seqs = random_sequences(5, 18, 40, 6);
+  seqs[1].first_scored = 9;
+  seqs[3].first_scored = 16;
+  const KlStats whole =
+      compare_to_reference(*cand, reference_distributions(*ref_model, seqs, pool), pool);
+  for (const int64_t chunk : {1, 4}) {
+    SCOPED_TRACE("chunk " + std::to_string(chunk));
+    EvalOptions o;
+    o.scored_chunk = chunk;
+    const RefDistributions d = reference_distributions(*ref_model, seqs, pool, o);
+    EXPECT_EQ(compare_to_reference(*ref_model, d, pool, o).max_kl, 0.0);
+    const KlStats k = compare_to_reference(*cand, d, pool, o);
+    EXPECT_EQ(k.n_positions, whole.n_positions);
+    EXPECT_NEAR(k.mean_kl, whole.mean_kl, 1e-5 * whole.mean_kl);
+    EXPECT_NEAR(k.model_perplexity, whole.model_perplexity, 1e-5 * whole.model_perplexity);
+    EXPECT_NEAR(k.ref_perplexity, whole.ref_perplexity, 1e-5 * whole.ref_perplexity);
+  }
+}
+
+TEST(KlEval, KvCacheTypesCostWhatTheyRound) {
+  ThreadPool pool(2);
+  const auto m = random_model(0.0);
+  const auto seqs = random_sequences(4, 40, 40, 8);
+  auto kl_with = [&](model::KvType type, int64_t chunk) {
+    model::KvCacheOptions kv;
+    kv.type = type;
+    EvalOptions o;
+    o.make_cache = kv_cache_factory(kv);
+    o.scored_chunk = chunk;
+    return compare_models(*m, *m, seqs, pool, o).mean_kl;
+  };
+  const double f16 = kl_with(model::KvType::F16, 0), int8 = kl_with(model::KvType::Int8, 0);
+  EXPECT_EQ(kl_with(model::KvType::F32, 0), 0.0);
+  EXPECT_GT(f16, 0.0);
+  EXPECT_GT(int8, 10 * f16);
+  // int8-mixed reads a forward call's own positions in f16: over whole sequences it is f16;
+  // position by position, its old positions are int8 (but the sinks and recent window are not).
+  EXPECT_NEAR(kl_with(model::KvType::Int8Mixed, 0), f16, 1e-9 * f16);
+  const double mixed_decoding = kl_with(model::KvType::Int8Mixed, 1);
+  EXPECT_GT(mixed_decoding, 2 * f16);
+  EXPECT_LT(mixed_decoding, kl_with(model::KvType::Int8, 1));
+}
+
 TEST(KlEval, RejectsBadInputs) {
   ThreadPool pool(1);
   const auto m = random_model(0.0);
@@ -309,6 +357,26 @@ TEST(KlEval, TextWindowsPredictEveryTokenOnce) {
   }
   EXPECT_THROW(text_windows(tok, text, 1), std::invalid_argument);
   EXPECT_TRUE(text_windows(tok, "", 16).empty());
+}
+
+TEST(KlEval, GreedyTaskAnswersDecodeAsTrainingEvalDoes) {
+  ThreadPool pool(2);
+  const tokenizer::Tokenizer tok = small_tokenizer();
+  model::ModelConfig c = small_config();
+  c.vocab_size = tok.n_vocab();
+  c.context_length = 128;
+  c.bos_id = tok.bos(), c.eos_id = tok.eos();
+  train::Transformer<float> t(c);
+  t.init_random(4);
+  for (float& p : t.params()) p *= 8.0f;
+  const auto m = train::to_inference_model(t);
+  std::vector<data::Example> ex;
+  for (const char* text : {"where is my order", "the code is 4K7Q", "cancel it"})
+    ex.push_back({text, "x", {}, "en"});
+  const auto expected = train::generate_answers(*m, tok, ex, pool, 12, 2);
+  ASSERT_FALSE(expected[0].empty());
+  EXPECT_EQ(greedy_task_answers(*m, tok, ex, pool, {}, 12, 2), expected);
+  EXPECT_EQ(greedy_task_answers(*m, tok, ex, pool, kv_cache_factory({}), 12, 2), expected);
 }
 
 TEST(KlEval, TaskSequencesScoreTheAnswerOnly) {
