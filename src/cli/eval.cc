@@ -140,8 +140,7 @@ int run_eval(EvalArgs a) {
   if (!a.task.empty()) {
     // Decoding runs a prompt in one call, then a token per call, whatever --kv-chunk says.
     const auto answers =
-        opt.make_cache ? quant::greedy_task_answers(*model, *tok, examples, pool, opt.make_cache)
-                       : train::generate_answers(*model, *tok, examples, pool);
+        train::generate_answers(*model, *tok, examples, pool, 96, 64, opt.make_cache);
     std::vector<data::TaskPrediction> predictions;
     for (const std::string& answer : answers)
       predictions.push_back(data::parse_task_answer(answer));

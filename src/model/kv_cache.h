@@ -29,6 +29,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -229,5 +231,11 @@ class ContiguousKvCache final : public KvCache {
   int64_t n_positions_ = 0;
   std::optional<MixedPrecisionKv> mixed_;
 };
+
+// Makes the cache one sequence's forward passes use (capacity: positions). Evaluation and task
+// decoding take one so that a model can be measured under any cache type; empty means an f32
+// ContiguousKvCache.
+using KvCacheFactory =
+    std::function<std::unique_ptr<KvCache>(const ModelConfig& config, int64_t capacity)>;
 
 }  // namespace shrike::model

@@ -34,8 +34,7 @@ std::vector<ScoredSequence> all_positions(const std::vector<std::vector<int32_t>
 
 // Makes the cache a sequence's forward passes use (capacity: positions). The default is
 // ContiguousKvCache (f32); a KV-quantisation experiment passes its own for the model under test.
-using KvCacheFactory =
-    std::function<std::unique_ptr<model::KvCache>(const model::ModelConfig&, int64_t capacity)>;
+using KvCacheFactory = model::KvCacheFactory;
 
 // ContiguousKvCache with these options (type f32, f16, int8 or int8-mixed).
 KvCacheFactory kv_cache_factory(const model::KvCacheOptions& opt);
@@ -149,15 +148,6 @@ std::vector<ScoredSequence> text_sequences(const tokenizer::Tokenizer& tok,
 // scoring only the positions that predict the answer and EOS.
 std::vector<ScoredSequence> task_sequences(const tokenizer::Tokenizer& tok,
                                            const std::vector<data::Example>& examples);
-
-// Greedy answers for task examples, as train::generate_answers decodes them (a prompt prefilled
-// in one call, then one token per call, up to max_answer_tokens or EOS, `batch` sequences
-// together), with each sequence's cache made by make_cache (empty: f32): the task accuracy of a
-// model under a KV cache type.
-std::vector<std::string> greedy_task_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
-                                             const std::vector<data::Example>& examples,
-                                             ThreadPool& pool, const KvCacheFactory& make_cache,
-                                             int64_t max_answer_tokens = 96, int64_t batch = 64);
 
 // ---- Exposed for tests ----
 

@@ -62,14 +62,14 @@ std::unique_ptr<model::Model> to_inference_model(const Transformer<float>& t) {
 std::vector<std::string> generate_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
                                           const std::vector<data::Example>& examples,
                                           ThreadPool& pool, int64_t max_answer_tokens,
-                                          int64_t batch) {
+                                          int64_t batch, const model::KvCacheFactory& make_cache) {
   const model::ModelConfig& c = m.config();
   std::vector<std::string> out(examples.size());
   std::vector<float> logits;
   for (size_t first = 0; first < examples.size(); first += size_t(batch)) {
     const size_t n = std::min(examples.size() - first, size_t(batch));
     std::vector<std::vector<int32_t>> prompts(n), answers(n);
-    std::vector<std::unique_ptr<model::ContiguousKvCache>> caches(n);
+    std::vector<std::unique_ptr<model::KvCache>> caches(n);
     std::vector<int32_t> next(n);
     std::vector<bool> done(n, false);
     for (size_t i = 0; i < n; ++i) {
@@ -77,8 +77,9 @@ std::vector<std::string> generate_answers(const model::Model& m, const tokenizer
       const int64_t cap =
           std::min<int64_t>(c.context_length, int64_t(prompts[i].size()) + max_answer_tokens);
       if (int64_t(prompts[i].size()) >= cap) prompts[i].resize(size_t(cap - 1));
-      caches[i] =
-          std::make_unique<model::ContiguousKvCache>(c.n_layers, cap, c.n_kv_heads, c.head_dim);
+      caches[i] = make_cache ? make_cache(c, cap)
+                             : std::make_unique<model::ContiguousKvCache>(c.n_layers, cap,
+                                                                          c.n_kv_heads, c.head_dim);
     }
     // Step 0 prefills every prompt; later steps feed each live sequence its last token.
     for (int64_t step = 0;; ++step) {

@@ -39,11 +39,13 @@ std::unique_ptr<model::Model> to_inference_model(const Transformer<float>& t);
 
 // Greedy answers for every example, decoded in batches of up to `batch` sequences through
 // Model::forward_batch, each stopping at EOS or max_answer_tokens. Returns the raw answer
-// texts (parse them with data::parse_task_answer).
+// texts (parse them with data::parse_task_answer). make_cache gives each sequence its KV cache
+// (empty: f32), so task accuracy can be measured under any cache type.
 std::vector<std::string> generate_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
                                           const std::vector<data::Example>& examples,
                                           ThreadPool& pool, int64_t max_answer_tokens = 96,
-                                          int64_t batch = 64);
+                                          int64_t batch = 64,
+                                          const model::KvCacheFactory& make_cache = {});
 
 std::vector<data::TaskPrediction> predict_task(const model::Model& m,
                                                const tokenizer::Tokenizer& tok,
