@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <regex>
 #include <stdexcept>
 
 #include "train/ops.h"
@@ -17,16 +16,21 @@ std::vector<float> InputStats::mean_abs() const {
 }
 
 std::string input_key(const std::string& name) {
-  static const std::regex re(
-      R"(blk\.(\d+)\.(attn_q|attn_k|attn_v|attn_output|ffn_gate|ffn_up|ffn_down)\.weight)");
-  std::smatch m;
-  if (!std::regex_match(name, m, re)) return "";
-  const std::string block = "blk." + m[1].str() + ".";
-  const std::string kind = m[2].str();
+  // "blk.<digits>.<kind>.weight"
+  const std::string prefix = "blk.", suffix = ".weight";
+  if (!name.starts_with(prefix) || !name.ends_with(suffix)) return "";
+  const size_t digits_end = name.find('.', prefix.size());
+  if (digits_end == std::string::npos || digits_end == prefix.size()) return "";
+  for (size_t i = prefix.size(); i < digits_end; ++i)
+    if (name[i] < '0' || name[i] > '9') return "";
+  const std::string block = name.substr(0, digits_end + 1);
+  const std::string kind =
+      name.substr(digits_end + 1, name.size() - suffix.size() - digits_end - 1);
+  if (kind == "attn_q" || kind == "attn_k" || kind == "attn_v") return block + "attn_in";
   if (kind == "attn_output") return block + "attn_out_in";
-  if (kind == "ffn_down") return block + "ffn_down_in";
   if (kind == "ffn_gate" || kind == "ffn_up") return block + "ffn_in";
-  return block + "attn_in";
+  if (kind == "ffn_down") return block + "ffn_down_in";
+  return "";
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "quant/calibration.h"
 #include "quant/gptq.h"
 
 namespace shrike::quant {
@@ -168,6 +169,19 @@ TEST(Gptq, EqualsRoundToNearestWhenInputsAreUncorrelated) {
       quantize_row(t, layer.w.data() + r * layer.cols, rtn.data() + size_t(r) * rb, cols);
     EXPECT_EQ(gptq, rtn) << dtype_name(t);
   }
+}
+
+TEST(Calibration, InputKeysGroupTheMatricesThatShareAnInput) {
+  EXPECT_EQ(input_key("blk.0.attn_q.weight"), "blk.0.attn_in");
+  EXPECT_EQ(input_key("blk.12.attn_v.weight"), "blk.12.attn_in");
+  EXPECT_EQ(input_key("blk.3.attn_output.weight"), "blk.3.attn_out_in");
+  EXPECT_EQ(input_key("blk.3.ffn_up.weight"), "blk.3.ffn_in");
+  EXPECT_EQ(input_key("blk.3.ffn_gate.weight"), "blk.3.ffn_in");
+  EXPECT_EQ(input_key("blk.3.ffn_down.weight"), "blk.3.ffn_down_in");
+  for (const char* none :
+       {"token_embd.weight", "output.weight", "blk.0.attn_norm.weight", "blk.x.attn_q.weight",
+        "blk..attn_q.weight", "blk.0.attn_q.bias", "blk.0.attn_q.weight.scale"})
+    EXPECT_EQ(input_key(none), "") << none;
 }
 
 }  // namespace
