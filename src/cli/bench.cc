@@ -9,6 +9,7 @@
 
 #include "bench/model_bench.h"
 #include "cli/commands.h"
+#include "cli/kv_options.h"
 #include "kernels/isa.h"
 #include "model/kv_cache.h"
 
@@ -22,16 +23,12 @@ struct BenchArgs {
   int64_t n = 64;
   int threads = 0, repeats = 3;
   bool roofline = false, json = false;
-  std::string kv_type = "f32";
+  KvCacheArgs kv_args{"f32", {}};
   model::KvCacheOptions kv;
-  std::vector<CLI::Option*> mixed_only;  // --kv-sinks, --kv-window, --kv-heavy
 };
 
 int run_bench(BenchArgs a) {
-  a.kv.type = *model::kv_type_from_name(a.kv_type);  // CLI11 checked the name
-  for (const CLI::Option* o : a.mixed_only)
-    if (o->count() > 0 && !a.kv.mixed())
-      throw std::invalid_argument(o->get_name() + " applies to --kv-type int8-mixed");
+  resolve_kv_cache_options(a.kv_args, a.kv);
   auto m = model::load_model(a.model);
   ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
   bench::ModelBenchOptions opt;
@@ -104,20 +101,7 @@ Runner add_bench(CLI::App& app) {
   app.add_flag("--roofline", a->roofline,
                "also measure read bandwidth and decode's fraction of it");
   app.add_flag("--json", a->json, "print one JSON object");
-  app.add_option("--kv-type", a->kv_type, "KV cache: f32 | f16 | int8 | int8-mixed")
-      ->check(CLI::IsMember({"f32", "f16", "int8", "int8-mixed"}))
-      ->capture_default_str();
-  a->mixed_only = {
-      app.add_option("--kv-sinks", a->kv.sinks, "int8-mixed: first positions kept in f16")
-          ->check(CLI::NonNegativeNumber),
-      app.add_option("--kv-window", a->kv.window, "int8-mixed: recent positions kept in f16")
-          ->check(CLI::NonNegativeNumber),
-      app.add_option("--kv-heavy", a->kv.heavy_fraction,
-                     "int8-mixed: fraction of older positions kept in f16 (heavy hitters), 0..1")
-          ->check(CLI::Range(0.0, 1.0))};
-  app.add_option("--kv-fp16-layers", a->kv.fp16_layers,
-                 "int8-mixed: layers kept in f16, comma-separated")
-      ->delimiter(',');
+  add_kv_cache_options(app, a->kv_args, a->kv, "KV cache: f32 | f16 | int8 | int8-mixed");
   return [a] { return run_bench(*a); };
 }
 

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/kv_options.h"
 #include "cli/model_files.h"
 #include "core/file_buffer.h"
 #include "core/thread_pool.h"
@@ -33,10 +34,9 @@ struct EvalArgs {
   int threads = 0;
   int confusions = 10;
   // The KV cache MODEL runs with (REF always runs f32).
-  std::string kv_type = "f32";
+  KvCacheArgs kv_args{"f32", {}};
   model::KvCacheOptions kv;
-  int64_t kv_chunk = -1;                 // -1: 1 for int8-mixed, else 0
-  std::vector<CLI::Option*> mixed_only;  // --kv-sinks, --kv-window, --kv-heavy
+  int64_t kv_chunk = -1;  // -1: 1 for int8-mixed, else 0
 };
 
 nlohmann::ordered_json kl_json(const quant::KlStats& k) {
@@ -95,10 +95,7 @@ void write_predictions(const EvalArgs& a, const std::vector<data::Example>& exam
 int run_eval(EvalArgs a) {
   if (a.task.empty() && a.text.empty())
     throw std::invalid_argument("eval needs --text or --task (or both)");
-  a.kv.type = *model::kv_type_from_name(a.kv_type);  // CLI11 checked the name
-  for (const CLI::Option* o : a.mixed_only)
-    if (o->count() > 0 && !a.kv.mixed())
-      throw std::invalid_argument(o->get_name() + " applies to --kv-type int8-mixed");
+  resolve_kv_cache_options(a.kv_args, a.kv);
   const auto model = model::load_model(a.model);
   a.kv.validate(model->config().n_layers);
   const auto tok = load_tokenizer(a.model, a.tokenizer, model->config().vocab_size);
@@ -230,22 +227,9 @@ Runner add_eval(CLI::App& app) {
                  "write every example's gold and generated answer to this JSONL file");
   app.add_option("--confusions", a->confusions, "confusions listed")->check(CLI::Range(0, 1000));
   app.add_option("-t,--threads", a->threads, "threads (default: all cores)");
-  app.add_option("--kv-type", a->kv_type,
-                 "KV cache of MODEL (REF: f32): f32 | f16 | int8 | int8-mixed (int8 with f16 "
-                 "sinks, recent window, heavy hitters and --kv-fp16-layers)")
-      ->check(CLI::IsMember({"f32", "f16", "int8", "int8-mixed"}))
-      ->capture_default_str();
-  a->mixed_only = {
-      app.add_option("--kv-sinks", a->kv.sinks, "int8-mixed: first positions kept in f16")
-          ->check(CLI::NonNegativeNumber),
-      app.add_option("--kv-window", a->kv.window, "int8-mixed: recent positions kept in f16")
-          ->check(CLI::NonNegativeNumber),
-      app.add_option("--kv-heavy", a->kv.heavy_fraction,
-                     "int8-mixed: fraction of older positions kept in f16 (heavy hitters), 0..1")
-          ->check(CLI::Range(0.0, 1.0))};
-  app.add_option("--kv-fp16-layers", a->kv.fp16_layers,
-                 "int8-mixed: layers kept in f16, comma-separated")
-      ->delimiter(',');
+  add_kv_cache_options(app, a->kv_args, a->kv,
+                       "KV cache of MODEL (REF: f32): f32 | f16 | int8 | int8-mixed (int8 with f16 "
+                       "sinks, recent window, heavy hitters and --kv-fp16-layers)");
   app.add_option("--kv-chunk", a->kv_chunk,
                  "--text/--ref scoring: positions per forward call after a sequence's prefix "
                  "(0: whole sequences; default 1 for int8-mixed, which must be measured as "

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/kv_options.h"
 #include "cli/model_files.h"
 #include "core/thread_pool.h"
 #include "decode/sampler.h"
@@ -23,9 +24,8 @@ struct GenerateArgs {
   decode::SamplerParams sampling;
   int threads = 0;
   bool ids = false;
-  std::string kv_type = "f32";
+  KvCacheArgs kv_args{"f32", {}};
   model::KvCacheOptions kv;
-  std::vector<CLI::Option*> mixed_only;  // --kv-sinks, --kv-window, --kv-heavy
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -33,10 +33,7 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 
 int run_generate(GenerateArgs a) {
-  a.kv.type = *model::kv_type_from_name(a.kv_type);  // CLI11 checked the name
-  for (const CLI::Option* o : a.mixed_only)
-    if (o->count() > 0 && !a.kv.mixed())
-      throw std::invalid_argument(o->get_name() + " applies to --kv-type int8-mixed");
+  resolve_kv_cache_options(a.kv_args, a.kv);
   auto model = model::load_model(a.model);
   const auto tok = load_tokenizer(a.model, a.tokenizer, model->config().vocab_size);
   const auto& c = model->config();
@@ -120,22 +117,9 @@ Runner add_generate(CLI::App& app) {
   app.add_option("-t,--threads", a->threads, "threads (default: physical cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--ids", a->ids, "print generated token ids instead of text");
-  app.add_option("--kv-type", a->kv_type,
-                 "KV cache: f32 | f16 | int8 | int8-mixed (int8 with f16 sinks, recent window, "
-                 "heavy hitters and --kv-fp16-layers)")
-      ->check(CLI::IsMember({"f32", "f16", "int8", "int8-mixed"}))
-      ->capture_default_str();
-  a->mixed_only = {
-      app.add_option("--kv-sinks", a->kv.sinks, "int8-mixed: first positions kept in f16")
-          ->check(CLI::NonNegativeNumber),
-      app.add_option("--kv-window", a->kv.window, "int8-mixed: recent positions kept in f16")
-          ->check(CLI::NonNegativeNumber),
-      app.add_option("--kv-heavy", a->kv.heavy_fraction,
-                     "int8-mixed: fraction of older positions kept in f16 (heavy hitters), 0..1")
-          ->check(CLI::Range(0.0, 1.0))};
-  app.add_option("--kv-fp16-layers", a->kv.fp16_layers,
-                 "int8-mixed: layers kept in f16, comma-separated")
-      ->delimiter(',');
+  add_kv_cache_options(app, a->kv_args, a->kv,
+                       "KV cache: f32 | f16 | int8 | int8-mixed (int8 with f16 sinks, recent "
+                       "window, heavy hitters and --kv-fp16-layers)");
   return [a] { return run_generate(*a); };
 }
 

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/kv_options.h"
 #include "cli/model_files.h"
 #include "core/file_buffer.h"
 #include "engine/engine.h"
@@ -40,8 +41,7 @@ struct ServeArgs {
   std::string batching = "continuous";
   int64_t ctx = 0;
   int64_t kv_cache_mb = 0;
-  std::string kv_type = "f16";
-  std::vector<CLI::Option*> mixed_only;  // --kv-sinks, --kv-window, --kv-heavy
+  KvCacheArgs kv_args{"f16", {}};
   bool no_prefix_cache = false;
   double drain_timeout_s = 30;
   double max_body_mb = 8;
@@ -154,10 +154,7 @@ int run_serve(ServeArgs a) {
       a.batching == "static" ? engine::BatchingMode::Static : engine::BatchingMode::Continuous;
   a.engine.scheduler.prefix_caching = !a.no_prefix_cache;
   if (a.kv_cache_mb > 0) a.engine.kv_cache_bytes = size_t(a.kv_cache_mb) << 20;
-  a.engine.kv.type = *model::kv_type_from_name(a.kv_type);  // CLI11 checked the name
-  for (const CLI::Option* o : a.mixed_only)
-    if (o->count() > 0 && !a.engine.kv.mixed())
-      throw std::invalid_argument(o->get_name() + " applies to --kv-type int8-mixed");
+  resolve_kv_cache_options(a.kv_args, a.engine.kv);
 
   SignalPipe signals;
   server::HttpServer http(a.server);
@@ -280,29 +277,11 @@ Runner add_serve(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--kv-cache-mb", a->kv_cache_mb, "KV cache memory cap in MiB (default 2048)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--kv-type", a->kv_type,
-                 "KV cache: f16 (half the memory and attention reads of f32) | f32 | int8 (one f32 "
-                 "scale per position and kv head) | int8-mixed (int8, with f16 copies of sinks, "
-                 "the recent window, heavy hitters and --kv-fp16-layers; no prefix cache)")
-      ->check(CLI::IsMember({"f16", "f32", "int8", "int8-mixed"}))
-      ->capture_default_str();
-  auto& kv = a->engine.kv;
-  a->mixed_only = {
-      app.add_option("--kv-sinks", kv.sinks, "int8-mixed: first positions kept in f16")
-          ->check(CLI::NonNegativeNumber)
-          ->capture_default_str(),
-      app.add_option("--kv-window", kv.window,
-                     "int8-mixed: most recent positions kept in f16 (not yet decided)")
-          ->check(CLI::NonNegativeNumber)
-          ->capture_default_str(),
-      app.add_option("--kv-heavy", kv.heavy_fraction,
-                     "int8-mixed: fraction of the older positions kept in f16 as heavy hitters "
-                     "(highest accumulated attention), 0..1")
-          ->check(CLI::Range(0.0, 1.0))
-          ->capture_default_str()};
-  app.add_option("--kv-fp16-layers", kv.fp16_layers,
-                 "int8-mixed: layers kept in f16 for every position, comma-separated (e.g. 0,5)")
-      ->delimiter(',');
+  add_kv_cache_options(
+      app, a->kv_args, a->engine.kv,
+      "KV cache: f16 (half the memory and attention reads of f32) | f32 | int8 (one f32 scale per "
+      "position and kv head) | int8-mixed (int8, with f16 copies of sinks, the recent window, "
+      "heavy hitters and --kv-fp16-layers; no prefix cache)");
   app.add_flag("--no-prefix-cache", a->no_prefix_cache, "do not reuse cached prompt prefixes");
   app.add_flag("--batch-invariant", a->engine.batch_invariant,
                "float weights: outputs independent of what else is batched (slower alone)");
