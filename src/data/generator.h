@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "data/example.h"
+#include "data/rng.h"
 
 namespace shrike::data {
 
@@ -65,28 +66,7 @@ int64_t generator_core_count(std::string_view intent, std::string_view lang);
 // generator.cc; not meant for other callers.
 namespace gen_detail {
 
-// splitmix64: tiny, fast, and the same sequence on every platform (std:: distributions are not).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n), n > 0 (the modulo bias is below 2^-40 for the sizes used here).
-  uint64_t below(uint64_t n) { return next() % n; }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  bool chance(double p) { return uniform() < p; }
-  template <typename T>
-  const T& pick(const std::vector<T>& v) {
-    return v[below(v.size())];
-  }
-
- private:
-  uint64_t state_;
-};
+using Rng = data::Rng;
 
 enum class Lang { en, zh };
 

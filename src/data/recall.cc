@@ -7,30 +7,10 @@
 #include <string_view>
 
 #include "core/file_buffer.h"
+#include "data/rng.h"
 
 namespace shrike::data {
 namespace {
-
-// splitmix64: the same sequence on every platform (std:: distributions are not).
-class Rng {
- public:
-  explicit Rng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  uint64_t below(uint64_t n) { return next() % n; }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  template <typename C>
-  std::string_view pick(const C& c) {
-    return c[below(c.size())];
-  }
-
- private:
-  uint64_t state_;
-};
 
 uint64_t mix(uint64_t a, uint64_t b, uint64_t c) {
   return Rng(a ^ (b * 0x9e3779b97f4a7c15ULL) ^ (c * 0xc2b2ae3d27d4eb4fULL)).next();
