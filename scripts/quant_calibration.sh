@@ -4,21 +4,27 @@
 # with round-to-nearest (no calibration) as the baseline.
 #
 #   scripts/quant_calibration.sh -m TEACHER.gguf -o DIR [--types "q4_0 q4_g128"] [--gen GEN_DIR]
+#                                [--clean FILE] [--noisy FILE] [--limit N]
 #
-# The two calibration sets are the generator's dev split with --noise 0 and --noise 1: the same
-# templates and slot values, clean or every example noisy (none of them test templates). The
-# evaluation is GEN_DIR/test_noisy.jsonl (default runs/gen). Prints a Markdown table.
+# The two calibration sets are by default the generator's dev split with --noise 0 and --noise 1:
+# the same templates and slot values, clean or every example noisy (none of them test templates);
+# --clean / --noisy replace them (e.g. a clean English-only set), --limit caps both (default 256).
+# The evaluation is GEN_DIR/test_noisy.jsonl (default runs/gen). Prints how well each set's
+# activations cover the evaluation's (`shrike quantize --coverage`), then a Markdown table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shrike=${SHRIKE:-build/shrike}
 types="q4_0 q4_g128"
-gen=runs/gen model="" out=""
+gen=runs/gen model="" out="" clean="" noisy="" limit=256
 while (($#)); do
   case $1 in
     -m) model=$2; shift 2 ;;
     -o) out=$2; shift 2 ;;
     --types) types=$2; shift 2 ;;
     --gen) gen=$2; shift 2 ;;
+    --clean) clean=$2; shift 2 ;;
+    --noisy) noisy=$2; shift 2 ;;
+    --limit) limit=$2; shift 2 ;;
     *) echo "quant_calibration.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -27,7 +33,14 @@ mkdir -p "$out"
 for noise in 0 1; do
   [ -f "$out/calib_noise$noise/dev.jsonl" ] || "$shrike" data gen --noise $noise -o "$out/calib_noise$noise" >/dev/null
 done
+clean=${clean:-$out/calib_noise0/dev.jsonl}
+noisy=${noisy:-$out/calib_noise1/dev.jsonl}
 eval_set="$gen/test_noisy.jsonl"
+
+for set in "$clean" "$noisy"; do
+  "$shrike" quantize "$model" --calib "$set" --calib-limit "$limit" --coverage "$eval_set" | sed 's/^/    /'
+  echo
+done
 
 row() {  # row TYPE METHOD CALIB FILE
   local json="$out/$1-$2-$3.json"
@@ -51,11 +64,11 @@ for t in $types; do
   "$shrike" quantize "$model" -o "$f" --type "$t" >"$out/$t-rtn.log" 2>&1
   row "$t" rtn - "$f"
   for m in awq gptq; do
-    for noise in 0 1; do
-      label=$([ $noise = 0 ] && echo clean || echo noisy)
+    for label in clean noisy; do
+      set=$([ $label = clean ] && echo "$clean" || echo "$noisy")
       f="$out/$t-$m-$label.gguf"
-      "$shrike" quantize "$model" -o "$f" --type "$t" --method $m \
-        --calib "$out/calib_noise$noise/dev.jsonl" >"$out/$t-$m-$label.log" 2>&1
+      "$shrike" quantize "$model" -o "$f" --type "$t" --method $m --calib "$set" \
+        --calib-limit "$limit" >"$out/$t-$m-$label.log" 2>&1
       row "$t" "$m" "$label" "$f"
     done
   done

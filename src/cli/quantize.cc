@@ -1,5 +1,6 @@
 // `shrike quantize IN -o OUT --type T [--method rtn|awq|gptq] [--calib F] [--keep PATTERN=TYPE]`
-// and `shrike quantize IN --scan --type T --calib F`: the sensitivity scan and a --keep recipe.
+// and `shrike quantize IN --scan --type T --calib F`: the sensitivity scan and a --keep recipe;
+// `shrike quantize IN --calib F --coverage TRAFFIC`: how well F's activations cover TRAFFIC's.
 #include "quant/quantize.h"
 
 #include <cstdio>
@@ -10,6 +11,8 @@
 #include "core/file_buffer.h"
 #include "data/example.h"
 #include "model/model.h"
+#include "quant/calibration.h"
+#include "quant/coverage.h"
 #include "quant/grid.h"
 #include "quant/kl_eval.h"
 #include "quant/sensitivity.h"
@@ -20,7 +23,7 @@ namespace shrike::cli {
 namespace {
 
 struct QuantizeArgs {
-  std::string in, out, type = "q8_0", method = "rtn", calib, keep_type;
+  std::string in, out, type = "q8_0", method = "rtn", calib, keep_type, coverage;
   std::vector<std::string> keep;
   int64_t calib_limit = 256, ctx = 256, max_recipe = 8;
   double target_share = 0.5;
@@ -93,6 +96,27 @@ int run_scan(const QuantizeArgs& a, const quant::QuantizeOptions& o, ThreadPool&
   return 0;
 }
 
+// Compares the matrix inputs the calibration set produces with those of traffic (same limit on
+// sequences for both), before any quantisation is spent on a set that misses what users send.
+int run_coverage(const QuantizeArgs& a, ThreadPool& pool) {
+  train::TrainableFile f = train::load_trainable(a.in);
+  const tokenizer::Tokenizer tok(f.vocab);
+  const int64_t ctx = std::min<int64_t>(a.ctx, f.model->config().context_length);
+  quant::CalibrationOptions co;
+  co.gram = true;
+  const auto stats_of = [&](const std::string& path) {
+    std::vector<std::vector<int32_t>> seqs;
+    for (auto& s : calibration_sequences(path, tok, ctx, a.calib_limit))
+      seqs.push_back(std::move(s.tokens));
+    return quant::collect_input_stats(*f.model, seqs, co, pool);
+  };
+  const auto calib = stats_of(a.calib);
+  const auto traffic = stats_of(a.coverage);
+  std::printf("calibration %s covering %s:\n%s", a.calib.c_str(), a.coverage.c_str(),
+              quant::format_coverage(quant::calibration_coverage(calib, traffic)).c_str());
+  return 0;
+}
+
 int run_quantize(const QuantizeArgs& a) {
   quant::QuantizeOptions o;
   o.type = parse_type(a.type, "--type");
@@ -111,7 +135,12 @@ int run_quantize(const QuantizeArgs& a) {
     if (a.calib.empty()) throw std::invalid_argument("--scan needs --calib");
     return run_scan(a, o, pool);
   }
-  if (a.out.empty()) throw std::invalid_argument("-o/--output is required (unless --scan)");
+  if (!a.coverage.empty()) {
+    if (a.calib.empty()) throw std::invalid_argument("--coverage needs --calib");
+    return run_coverage(a, pool);
+  }
+  if (a.out.empty())
+    throw std::invalid_argument("-o/--output is required (unless --scan or --coverage)");
   if (o.method != quant::Method::Rtn) {
     if (a.calib.empty())
       throw std::invalid_argument("--method " + a.method + " needs --calib FILE");
@@ -148,6 +177,9 @@ Runner add_quantize(CLI::App& app) {
                  "PATTERN=TYPE: matrices whose name matches the glob get TYPE (repeatable)");
   app.add_flag("--scan", a->scan,
                "rank matrices by the KL each causes when quantised alone and propose --keep");
+  app.add_option("--coverage", a->coverage,
+                 "traffic (same formats as --calib): report how well the calibration set's "
+                 "activations cover it, matrix input by matrix input, and write nothing");
   app.add_option("--keep-type", a->keep_type, "--scan: type the recipe holds matrices at");
   app.add_option("--recipe-share", a->target_share,
                  "--scan: share of the summed per-matrix KL the recipe removes")

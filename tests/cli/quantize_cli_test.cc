@@ -68,6 +68,33 @@ TEST_F(QuantizeCli, ScanProposesARecipe) {
   EXPECT_NE(r.out.find("=q8_0'"), std::string::npos) << r.out;
 }
 
+// The worst whitened energy `--coverage` reports (the number after "whitened energy" on its
+// last line).
+double worst_whitened_energy(const std::string& out) {
+  const size_t at = out.find("worst: ");
+  if (at == std::string::npos) return -1;
+  const size_t e = out.find("whitened energy ", at);
+  return e == std::string::npos ? -1 : std::stod(out.substr(e + 16));
+}
+
+TEST_F(QuantizeCli, CoverageTellsTrafficLikeCalibrationFromTrafficUnlikeIt) {
+  std::ofstream(path("digits.txt")) << std::string(2000, '7') << " 0123 4567 89 ## %% $$ !! ??";
+  const CommandResult self = ok("quantize " + path("in.gguf") + " --calib " + path("calib.txt") +
+                                " --coverage " + path("calib.txt"));
+  for (const char* input :
+       {"blk.0.attn_in", "blk.0.attn_out_in", "blk.1.ffn_in", "blk.1.ffn_down_in"})
+    EXPECT_NE(self.out.find(input), std::string::npos) << self.out;
+  const CommandResult other = ok("quantize " + path("in.gguf") + " --calib " + path("calib.txt") +
+                                 " --coverage " + path("digits.txt"));
+  const double covered = worst_whitened_energy(self.out),
+               uncovered = worst_whitened_energy(other.out);
+  // Traffic identical to calibration: at most 1 (damping only lowers it).
+  EXPECT_GT(covered, 0.0) << self.out;
+  EXPECT_LE(covered, 1.0) << self.out;
+  EXPECT_GT(uncovered, 2 * covered) << other.out;
+  EXPECT_FALSE(std::filesystem::exists(path("x.gguf")));
+}
+
 TEST_F(QuantizeCli, BadOptionsAndInputsFailClearly) {
   const std::string in = path("in.gguf");
   fails("quantize " + in + " -o " + path("x.gguf") + " --type q5_k", "'q5_k' is not a type");
@@ -75,6 +102,9 @@ TEST_F(QuantizeCli, BadOptionsAndInputsFailClearly) {
   fails("quantize " + in + " -o " + path("x.gguf") + " --method best", "expected rtn, awq or gptq");
   fails("quantize " + in + " -o " + path("x.gguf") + " --keep 'blk.*'", "expected PATTERN=TYPE");
   fails("quantize " + in + " --type q4_0", "-o/--output is required");
+  fails("quantize " + in + " --coverage " + path("calib.txt"), "--coverage needs --calib");
+  fails("quantize " + in + " --calib " + path("calib.txt") + " --coverage " + path("none.jsonl"),
+        "none.jsonl", 2);
   fails("quantize " + path("missing.gguf") + " -o " + path("x.gguf"), "missing.gguf", 2);
   std::ofstream(path("junk.gguf")) << "not a gguf file";
   fails("quantize " + path("junk.gguf") + " -o " + path("x.gguf"), "junk.gguf", 2);
