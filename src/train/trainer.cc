@@ -90,9 +90,17 @@ void train_task(Transformer<float>& model, const tokenizer::Tokenizer& tok,
                                   std::to_string(c.context_length) + ": \"" + ex.text + "\"");
     lengths.push_back(int64_t(seqs.back().tokens.size()));
   }
-  const int64_t steps_per_epoch =
-      int64_t(make_batches(lengths, opt.batch_tokens, opt.seed, 0).size());
-  const int64_t total_steps = steps_per_epoch * opt.epochs;
+  // Each epoch's shuffled order packs into its own number of batches, so the schedule counts
+  // every epoch's, and a resumed step finds its epoch and batch by walking them.
+  std::vector<int64_t> epoch_batches;
+  int64_t total_steps = 0;
+  for (int64_t e = 0; e < opt.epochs; ++e) {
+    epoch_batches.push_back(int64_t(make_batches(lengths, opt.batch_tokens, opt.seed, e).size()));
+    total_steps += epoch_batches.back();
+  }
+  int64_t first_epoch = 0, epoch_start = 0;  // epoch_start: the step its first batch is
+  while (first_epoch < opt.epochs && state.step >= epoch_start + epoch_batches[size_t(first_epoch)])
+    epoch_start += epoch_batches[size_t(first_epoch++)];
   const int64_t warmup = std::max<int64_t>(1, int64_t(opt.warmup_fraction * double(total_steps)));
   const std::vector<data::Example> dev_subset(
       dev.begin(), dev.begin() + std::min<int64_t>(int64_t(dev.size()), opt.dev_limit));
@@ -108,12 +116,13 @@ void train_task(Transformer<float>& model, const tokenizer::Tokenizer& tok,
   std::vector<float> d_logits, d_kl;
   const auto t_start = std::chrono::steady_clock::now();
   int64_t tokens_done = 0, steps_this_run = 0;
-  for (int64_t epoch = state.step / steps_per_epoch; epoch < opt.epochs; ++epoch) {
+  for (int64_t epoch = first_epoch; epoch < opt.epochs;
+       epoch_start += epoch_batches[size_t(epoch)], ++epoch) {
     const auto batches = make_batches(lengths, opt.batch_tokens, opt.seed, epoch);
     const auto t_epoch = std::chrono::steady_clock::now();
     double loss_sum = 0;
     int64_t loss_tokens = 0, epoch_tokens = 0;
-    for (int64_t b = state.step - epoch * steps_per_epoch; b < int64_t(batches.size()); ++b) {
+    for (int64_t b = state.step - epoch_start; b < int64_t(batches.size()); ++b) {
       batch.clear();
       for (int64_t i : batches[size_t(b)])
         batch.add(seqs[size_t(i)].tokens, seqs[size_t(i)].targets);

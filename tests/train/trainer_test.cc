@@ -114,6 +114,66 @@ TEST(Trainer, SameSeedSameWeightsAndResumeContinuesExactly) {
   std::filesystem::remove(ckpt);
 }
 
+// Batch counts per epoch for the fixture at batch_tokens, epochs 0..n-1 (seed 9, as quiet()).
+std::vector<int64_t> batch_counts(const tokenizer::Tokenizer& tok, int64_t batch_tokens,
+                                  int64_t n) {
+  std::vector<int64_t> lengths;
+  for (const auto& ex : fixture().examples)
+    lengths.push_back(int64_t(encode_task(tok, ex).tokens.size()));
+  std::vector<int64_t> counts;
+  for (int64_t e = 0; e < n; ++e)
+    counts.push_back(int64_t(make_batches(lengths, batch_tokens, 9, e).size()));
+  return counts;
+}
+
+TEST(Trainer, EpochsWithDifferentBatchCountsAreEachTrainedWhole) {
+  // The shuffled order packs into a different number of batches in each epoch. Find a batch size
+  // where epoch 0 has more batches than epoch 1 (a step count taken from epoch 0 alone then
+  // starts epoch 2 before its first batch) and where epoch 1 has fewer than epoch 2.
+  const Fixture& f = fixture();
+  const tokenizer::Tokenizer tok(f.vocab);
+  int64_t batch_tokens = 0;
+  std::vector<int64_t> counts;
+  for (int64_t bt = 96; bt <= 1024 && batch_tokens == 0; bt += 8) {
+    counts = batch_counts(tok, bt, 3);
+    if (counts[0] > counts[1] && counts[1] < counts[2]) batch_tokens = bt;
+  }
+  ASSERT_GT(batch_tokens, 0) << "no batch size packs the fixture's epochs differently";
+
+  ThreadPool pool(2);
+  TrainOptions o = quiet(3);
+  o.batch_tokens = batch_tokens;
+  std::vector<int64_t> steps_after;
+  auto straight = fresh_model();
+  OptimizerState s1;
+  train_task(*straight, tok, f.examples, {}, o, s1, pool,
+             [&](const EpochReport&) { steps_after.push_back(s1.step); });
+  ASSERT_EQ(steps_after.size(), 3u);
+  EXPECT_EQ(steps_after[0], counts[0]);
+  EXPECT_EQ(steps_after[1], counts[0] + counts[1]);
+  EXPECT_EQ(steps_after[2], counts[0] + counts[1] + counts[2]);
+
+  // Resumed after epoch 1 (step counts[0] + counts[1]), the run ends where the straight one does.
+  const std::string ckpt =
+      (std::filesystem::temp_directory_path() / "shrike_trainer_epochs_test.ckpt.gguf").string();
+  auto first = fresh_model();
+  OptimizerState s2;
+  TrainOptions interrupted = o;
+  interrupted.checkpoint_path = ckpt;
+  struct Stop {};
+  EXPECT_THROW(train_task(*first, tok, f.examples, {}, interrupted, s2, pool,
+                          [](const EpochReport& r) {
+                            if (r.epoch == 2) throw Stop{};
+                          }),
+               Stop);
+  TrainableFile resumed = load_trainable(ckpt);
+  EXPECT_EQ(resumed.state.step, counts[0] + counts[1]);
+  train_task(*resumed.model, tok, f.examples, {}, o, resumed.state, pool);
+  EXPECT_EQ(resumed.state.step, s1.step);
+  EXPECT_EQ(resumed.model->params(), straight->params());
+  std::filesystem::remove(ckpt);
+}
+
 // Mean KL(teacher || student) per answer token over the examples.
 double mean_kl(Transformer<float>& teacher, Transformer<float>& student, const TokenBatch& b,
                ThreadPool& pool) {
