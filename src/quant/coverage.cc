@@ -30,9 +30,9 @@ InputCoverage compare(const std::string& key, const InputStats& c, const InputSt
   double mean_c = 0;
   for (float v : cm) mean_c += v;
   mean_c = mean_c / double(n);
-  const double floor = std::max(1e-30, 1e-6 * mean_c);
+  const double smallest = std::max(1e-30, 1e-6 * mean_c);
   for (int64_t i = 0; i < n; ++i) {
-    const double ratio = double(tm[size_t(i)]) / std::max(double(cm[size_t(i)]), floor);
+    const double ratio = double(tm[size_t(i)]) / std::max(double(cm[size_t(i)]), smallest);
     r.max_channel_ratio = std::max(r.max_channel_ratio, ratio);
     if (ratio > o.ratio_threshold) ++r.channels_over;
   }
