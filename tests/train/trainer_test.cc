@@ -153,7 +153,8 @@ TEST(Trainer, EpochsWithDifferentBatchCountsAreEachTrainedWhole) {
   EXPECT_EQ(steps_after[1], counts[0] + counts[1]);
   EXPECT_EQ(steps_after[2], counts[0] + counts[1] + counts[2]);
 
-  // Resumed after epoch 1 (step counts[0] + counts[1]), the run ends where the straight one does.
+  // Resumed after the second epoch (step counts[0] + counts[1]), the run ends where the straight
+  // one does.
   const std::string ckpt =
       (std::filesystem::temp_directory_path() / "shrike_trainer_epochs_test.ckpt.gguf").string();
   auto first = fresh_model();
