@@ -1,7 +1,9 @@
 #include "data/example.h"
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <system_error>
 
 #include "core/file_buffer.h"
 
@@ -61,6 +63,13 @@ void write_examples(const std::vector<Example>& examples, const std::string& pat
     out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   }
   if (!out) throw FileError(path + ": write failed");
+}
+
+void create_dataset_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir))
+    throw FileError(dir + ": cannot create directory" + (ec ? ": " + ec.message() : ""));
 }
 
 }  // namespace shrike::data

@@ -27,4 +27,8 @@ std::vector<Example> read_examples(const std::string& path);
 // FileError when the file cannot be written.
 void write_examples(const std::vector<Example>& examples, const std::string& path);
 
+// Creates `dir` (and its parents) for a dataset's files. Throws FileError "DIR: cannot create
+// directory" when it cannot be made or is not a directory.
+void create_dataset_directory(const std::string& dir);
+
 }  // namespace shrike::data

@@ -11,9 +11,6 @@
 #include <map>
 #include <set>
 #include <stdexcept>
-#include <system_error>
-
-#include "core/file_buffer.h"
 
 namespace shrike::data {
 
@@ -668,10 +665,7 @@ GeneratedData generate_dataset(const GeneratorOptions& options) {
 }
 
 void write_dataset(const GeneratedData& data, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir))
-    throw FileError(dir + ": cannot create directory" + (ec ? ": " + ec.message() : ""));
+  create_dataset_directory(dir);
   const std::filesystem::path root(dir);
   write_examples(data.train, (root / "train.jsonl").string());
   write_examples(data.dev, (root / "dev.jsonl").string());

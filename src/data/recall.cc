@@ -6,7 +6,6 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "core/file_buffer.h"
 #include "data/rng.h"
 
 namespace shrike::data {
@@ -214,10 +213,7 @@ RecallData generate_recall(const RecallOptions& o) {
 }
 
 void write_recall(const RecallData& data, const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec || !std::filesystem::is_directory(dir))
-    throw FileError(dir + ": cannot create directory" + (ec ? ": " + ec.message() : ""));
+  create_dataset_directory(dir);
   const std::filesystem::path root(dir);
   write_examples(data.train, (root / "train.jsonl").string());
   write_examples(data.dev, (root / "dev.jsonl").string());
