@@ -4,11 +4,11 @@
 #include "quant/quantize.h"
 
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "core/file_buffer.h"
+#include "core/jsonl.h"
 #include "data/example.h"
 #include "model/model.h"
 #include "quant/calibration.h"
@@ -35,14 +35,10 @@ struct QuantizeArgs {
 // than plain {"text": ...} documents.
 bool is_task_file(const std::string& path) {
   if (!path.ends_with(".jsonl")) return false;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const auto j = nlohmann::json::parse(line, nullptr, false);
-    return j.is_object() && j.contains("intent");
-  }
-  return false;
+  bool task = false;
+  for_each_jsonl_object_in_file(
+      path, [&](const nlohmann::json& j, const std::string&) { task = j.contains("intent"); }, 1);
+  return task;
 }
 
 // Calibration sequences: task examples as training encodes them (prompt + answer), or text

@@ -6,24 +6,13 @@
 #include <system_error>
 
 #include "core/file_buffer.h"
+#include "core/jsonl.h"
 
 namespace shrike::data {
 
 std::vector<Example> read_examples(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw FileError(path + ": cannot open");
   std::vector<Example> out;
-  std::string line;
-  for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const std::string where = path + ":" + std::to_string(line_no) + ": ";
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw FileError(where + "invalid JSON (" + e.what() + ")");
-    }
-    if (!j.is_object()) throw FileError(where + "expected a JSON object");
+  for_each_jsonl_object_in_file(path, [&](const nlohmann::json& j, const std::string& where) {
     Example ex;
     auto need_string = [&](const char* key, std::string& dst, bool required) {
       const auto it = j.find(key);
@@ -46,7 +35,7 @@ std::vector<Example> read_examples(const std::string& path) {
       }
     }
     out.push_back(std::move(ex));
-  }
+  });
   return out;
 }
 

@@ -1,9 +1,9 @@
 #include "loadtest/prompts.h"
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/file_buffer.h"
+#include "core/jsonl.h"
 
 namespace shrike::loadtest {
 namespace {
@@ -48,20 +48,9 @@ std::string synth_prompt(int64_t tokens, const std::vector<int64_t>& hash_ids,
 }
 
 std::vector<PromptEntry> read_prompts(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw FileError(path + ": cannot open prompts file");
   std::vector<PromptEntry> out;
-  std::string line;
-  for (size_t n = 1; std::getline(in, line); ++n) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    const auto where = path + ":" + std::to_string(n) + ": ";
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      throw FileError(where + "invalid JSON: " + e.what());
-    }
-    if (!j.is_object() || !j.contains("prompt") || !j["prompt"].is_string())
+  for_each_jsonl_object_in_file(path, [&](const nlohmann::json& j, const std::string& where) {
+    if (!j.contains("prompt") || !j["prompt"].is_string())
       throw FileError(where + "expected {\"prompt\": \"...\"}");
     PromptEntry e{j["prompt"].get<std::string>()};
     if (j.contains("max_tokens")) {
@@ -70,7 +59,7 @@ std::vector<PromptEntry> read_prompts(const std::string& path) {
       e.max_tokens = j["max_tokens"].get<int64_t>();
     }
     out.push_back(std::move(e));
-  }
+  });
   if (out.empty()) throw FileError(path + ": no prompts");
   return out;
 }

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/file_buffer.h"
+#include "core/jsonl.h"
 
 namespace shrike::loadtest {
 namespace {
@@ -77,53 +78,44 @@ std::vector<TraceEntry> parse_azure(const std::string& text, const std::string& 
   return out;
 }
 
-int64_t json_count(const nlohmann::json& j, const char* key, const std::string& name, size_t n) {
+int64_t json_count(const nlohmann::json& j, const char* key, const std::string& where) {
   const auto it = j.find(key);
-  if (it == j.end()) fail(name, n, std::string("missing \"") + key + "\"");
+  if (it == j.end()) throw FileError(where + "missing \"" + key + "\"");
   if (!it->is_number_integer() || it->get<int64_t>() < 0)
-    fail(name, n, std::string("\"") + key + "\" must be a non-negative integer");
+    throw FileError(where + "\"" + key + "\" must be a non-negative integer");
   return it->get<int64_t>();
 }
 
 std::vector<TraceEntry> parse_jsonl(const std::string& text, const std::string& name) {
   std::vector<TraceEntry> out;
   std::istringstream in(text);
-  std::string line;
-  size_t n = 0;
-  while (std::getline(in, line)) {
-    ++n;
-    if (trim(line).empty()) continue;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::exception& e) {
-      fail(name, n, std::string("invalid JSON: ") + e.what());
-    }
-    if (!j.is_object()) fail(name, n, "expected a JSON object");
+  for_each_jsonl_object(in, name, [&](const nlohmann::json& j, const std::string& where) {
     const auto ts = j.find("timestamp");
-    if (ts == j.end() || !ts->is_number()) fail(name, n, "missing numeric \"timestamp\"");
+    if (ts == j.end() || !ts->is_number()) throw FileError(where + "missing numeric \"timestamp\"");
     TraceEntry e;
     // Mooncake names its fields input_length/output_length and counts milliseconds; our own
     // format uses input_tokens/output_tokens and seconds.
     if (j.contains("input_length")) {
       e.t = ts->get<double>() / 1000.0;
-      e.input_tokens = json_count(j, "input_length", name, n);
-      e.output_tokens = json_count(j, "output_length", name, n);
+      e.input_tokens = json_count(j, "input_length", where);
+      e.output_tokens = json_count(j, "output_length", where);
     } else {
       e.t = ts->get<double>();
-      e.input_tokens = json_count(j, "input_tokens", name, n);
-      e.output_tokens = json_count(j, "output_tokens", name, n);
+      e.input_tokens = json_count(j, "input_tokens", where);
+      e.output_tokens = json_count(j, "output_tokens", where);
     }
-    if (!std::isfinite(e.t) || e.t < 0) fail(name, n, "\"timestamp\" must be finite and >= 0");
+    if (!std::isfinite(e.t) || e.t < 0)
+      throw FileError(where + "\"timestamp\" must be finite and >= 0");
     if (const auto h = j.find("hash_ids"); h != j.end()) {
-      if (!h->is_array()) fail(name, n, "\"hash_ids\" must be an array of integers");
+      if (!h->is_array()) throw FileError(where + "\"hash_ids\" must be an array of integers");
       for (const auto& id : *h) {
-        if (!id.is_number_integer()) fail(name, n, "\"hash_ids\" must be an array of integers");
+        if (!id.is_number_integer())
+          throw FileError(where + "\"hash_ids\" must be an array of integers");
         e.hash_ids.push_back(id.get<int64_t>());
       }
     }
     out.push_back(std::move(e));
-  }
+  });
   return out;
 }
 

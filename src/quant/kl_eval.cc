@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/file_buffer.h"
+#include "core/jsonl.h"
 #include "train/task_eval.h"
 
 namespace shrike::quant {
@@ -375,23 +376,13 @@ std::vector<std::string> read_text_documents(const std::string& path) {
   std::vector<std::string> docs;
   if (std::filesystem::path(path).extension() == ".jsonl") {
     std::istringstream in(content);
-    std::string line;
-    for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
-      if (blank(line)) continue;
-      const std::string where = path + ":" + std::to_string(line_no) + ": ";
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(line);
-      } catch (const nlohmann::json::exception& e) {
-        throw FileError(where + "invalid JSON (" + e.what() + ")");
-      }
-      if (!j.is_object()) throw FileError(where + "expected a JSON object");
+    for_each_jsonl_object(in, path, [&](const nlohmann::json& j, const std::string& where) {
       const auto it = j.find("text");
       if (it == j.end()) throw FileError(where + "missing \"text\"");
       if (!it->is_string()) throw FileError(where + "\"text\" must be a string");
       std::string text = it->get<std::string>();
       if (!blank(text)) docs.push_back(std::move(text));
-    }
+    });
   } else if (!blank(content)) {
     docs.push_back(content);
   }
