@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "kernels/ops.h"
+#include "model/rope.h"
 
 namespace shrike::model {
 namespace {
@@ -137,19 +138,10 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
   const int64_t* position = scratch_.position.data();
   const int32_t* sequence = scratch_.sequence.data();
 
-  // Rotation angles for these positions, computed in float like the reference implementations
-  // (llama2.c, ggml) so that logits agree to the last bits that matter.
-  const int64_t half = c.rope_dims / 2;
+  // Rotation angles for these positions (model/rope.h, shared with the trainer).
   for_each_token(n, pool, [&](int64_t t) {
-    float* cs = scratch_.rope_table.data() + t * c.rope_dims;
-    const float pos = float(position[t]);
-    for (int64_t i = 0; i < half; ++i) {
-      float freq = 1.0f / std::pow(c.rope_theta, float(2 * i) / float(c.rope_dims));
-      if (!c.rope_freq_factors.empty()) freq /= c.rope_freq_factors[size_t(i)];
-      const float angle = pos * freq;
-      cs[2 * i] = std::cos(angle);
-      cs[2 * i + 1] = std::sin(angle);
-    }
+    rope_cos_sin(scratch_.rope_table.data() + t * c.rope_dims, position[t], c.rope_theta,
+                 c.rope_dims, c.rope_freq_factors);
     const BatchSequence& s = seqs[sequence[t]];
     weights_.token_embedding.dequantize_row(s.tokens[position[t] - s.pos0],
                                             scratch_.x.data() + t * c.dim);

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "model/rope.h"
+
 namespace shrike::train {
 namespace {
 
@@ -92,25 +94,19 @@ void for_each_task(ThreadPool& pool, int64_t n_tasks, size_t scratch_size, F&& f
 // Rotary embedding of every token of the spans, by angle sign * pos * theta^(-2i/head_dim).
 template <class T>
 void rope_apply(T* x, const Span* spans, int64_t n_spans, int64_t n_heads, int64_t head_dim,
-                float theta, bool inverse, ThreadPool& pool) {
+                float theta, std::span<const float> freq_factors, bool inverse, ThreadPool& pool) {
   const char* who = inverse ? "rope_backward" : "rope_forward";
   const int64_t longest = check_spans(who, spans, n_spans);
   require(n_heads > 0 && head_dim > 0 && head_dim % 2 == 0, who,
           "need n_heads > 0 and an even head_dim > 0");
   require(std::isfinite(theta) && theta > 0, who, "theta must be positive");
   const int64_t half = head_dim / 2;
-  // (cos, sin) per position and pair, computed in float exactly as Model::forward_batch does,
-  // so that a trained model sees the same rotations under the inference engine.
+  require(freq_factors.empty() || int64_t(freq_factors.size()) == half, who,
+          "need head_dim / 2 frequency factors");
+  // (cos, sin) per position and pair, from the inference model's own table.
   std::vector<float> table(size_t(longest * head_dim));
-  for (int64_t p = 0; p < longest; ++p) {
-    const float pos = float(p);
-    for (int64_t i = 0; i < half; ++i) {
-      const float freq = 1.0f / std::pow(theta, float(2 * i) / float(head_dim));
-      const float angle = pos * freq;
-      table[size_t(p * head_dim + 2 * i)] = std::cos(angle);
-      table[size_t(p * head_dim + 2 * i + 1)] = std::sin(angle);
-    }
-  }
+  for (int64_t p = 0; p < longest; ++p)
+    model::rope_cos_sin(table.data() + p * head_dim, p, theta, head_dim, freq_factors);
   // Tokens are numbered span after span; first[s] is the number before span s.
   std::vector<int64_t> first(size_t(n_spans) + 1, 0);
   for (int64_t s = 0; s < n_spans; ++s) first[size_t(s) + 1] = first[size_t(s)] + spans[s].length;
@@ -302,15 +298,15 @@ void rmsnorm_backward(T* d_in, T* d_weight, const T* d_out, const T* in, const T
 
 template <class T>
 void rope_forward(T* x, const Span* spans, int64_t n_spans, int64_t n_heads, int64_t head_dim,
-                  float theta, ThreadPool& pool) {
-  rope_apply(x, spans, n_spans, n_heads, head_dim, theta, false, pool);
+                  float theta, ThreadPool& pool, std::span<const float> freq_factors) {
+  rope_apply(x, spans, n_spans, n_heads, head_dim, theta, freq_factors, false, pool);
 }
 
 template <class T>
 void rope_backward(T* dx, const Span* spans, int64_t n_spans, int64_t n_heads, int64_t head_dim,
-                   float theta, ThreadPool& pool) {
+                   float theta, ThreadPool& pool, std::span<const float> freq_factors) {
   // A rotation's Jacobian is the rotation itself, so the gradient turns by the opposite angle.
-  rope_apply(dx, spans, n_spans, n_heads, head_dim, theta, true, pool);
+  rope_apply(dx, spans, n_spans, n_heads, head_dim, theta, freq_factors, true, pool);
 }
 
 // ---- attention ----
@@ -562,28 +558,30 @@ double kl_distill(T* d_student, const T* student, const T* teacher, const uint8_
 
 // ---- instantiations ----
 
-#define SHRIKE_TRAIN_OPS(T)                                                                       \
-  template void linear_forward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, int64_t);   \
-  template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t,    \
-                                   int64_t);                                                      \
-  template void embedding_forward<T>(T*, const int32_t*, const T*, int64_t, int64_t);             \
-  template void embedding_backward<T>(T*, const int32_t*, const T*, int64_t, int64_t);            \
-  template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int64_t, int64_t, float,           \
-                                   ThreadPool&);                                                  \
-  template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t,      \
-                                    int64_t, ThreadPool&);                                        \
-  template void rope_forward<T>(T*, const Span*, int64_t, int64_t, int64_t, float, ThreadPool&);  \
-  template void rope_backward<T>(T*, const Span*, int64_t, int64_t, int64_t, float, ThreadPool&); \
-  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const Span*, int64_t,  \
-                                     int64_t, int64_t, int64_t, ThreadPool&);                     \
-  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,         \
-                                      const T*, const Span*, int64_t, int64_t, int64_t, int64_t,  \
-                                      ThreadPool&);                                               \
-  template void swiglu_forward<T>(T*, const T*, const T*, int64_t, ThreadPool&);                  \
-  template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int64_t, ThreadPool&);   \
-  template double cross_entropy<T>(T*, const T*, const int32_t*, int64_t, int64_t, double,        \
-                                   ThreadPool&);                                                  \
-  template double kl_distill<T>(T*, const T*, const T*, const uint8_t*, int64_t, int64_t, float,  \
+#define SHRIKE_TRAIN_OPS(T)                                                                      \
+  template void linear_forward<T>(T*, const T*, const T*, const T*, int64_t, int64_t, int64_t);  \
+  template void linear_backward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t, int64_t,   \
+                                   int64_t);                                                     \
+  template void embedding_forward<T>(T*, const int32_t*, const T*, int64_t, int64_t);            \
+  template void embedding_backward<T>(T*, const int32_t*, const T*, int64_t, int64_t);           \
+  template void rmsnorm_forward<T>(T*, T*, const T*, const T*, int64_t, int64_t, float,          \
+                                   ThreadPool&);                                                 \
+  template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t,     \
+                                    int64_t, ThreadPool&);                                       \
+  template void rope_forward<T>(T*, const Span*, int64_t, int64_t, int64_t, float, ThreadPool&,  \
+                                std::span<const float>);                                         \
+  template void rope_backward<T>(T*, const Span*, int64_t, int64_t, int64_t, float, ThreadPool&, \
+                                 std::span<const float>);                                        \
+  template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const Span*, int64_t, \
+                                     int64_t, int64_t, int64_t, ThreadPool&);                    \
+  template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,        \
+                                      const T*, const Span*, int64_t, int64_t, int64_t, int64_t, \
+                                      ThreadPool&);                                              \
+  template void swiglu_forward<T>(T*, const T*, const T*, int64_t, ThreadPool&);                 \
+  template void swiglu_backward<T>(T*, T*, const T*, const T*, const T*, int64_t, ThreadPool&);  \
+  template double cross_entropy<T>(T*, const T*, const int32_t*, int64_t, int64_t, double,       \
+                                   ThreadPool&);                                                 \
+  template double kl_distill<T>(T*, const T*, const T*, const uint8_t*, int64_t, int64_t, float, \
                                 double, ThreadPool&);
 
 SHRIKE_TRAIN_OPS(float)

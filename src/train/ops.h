@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -57,15 +58,16 @@ void rmsnorm_backward(T* d_in, T* d_weight, const T* d_out, const T* in, const T
                       const T* rstd, int64_t N, int64_t dim, ThreadPool& pool);
 
 // Rotary embedding in place on x[N][n_heads][head_dim], adjacent pairs (x[2i], x[2i+1]) rotated by
-// angle pos * theta^(-2i/head_dim), the layout GGUF "llama" models use (kernels::RopeLayout::
-// Adjacent); positions restart at 0 for every span.
+// angle pos * theta^(-2i/head_dim) / freq_factors[i] (model::rope_cos_sin; no factors = 1), the
+// layout GGUF "llama" models use (kernels::RopeLayout::Adjacent); positions restart at 0 for
+// every span.
 template <class T>
 void rope_forward(T* x, const Span* spans, int64_t n_spans, int64_t n_heads, int64_t head_dim,
-                  float theta, ThreadPool& pool);
+                  float theta, ThreadPool& pool, std::span<const float> freq_factors = {});
 // The inverse rotation applied in place to the gradient.
 template <class T>
 void rope_backward(T* dx, const Span* spans, int64_t n_spans, int64_t n_heads, int64_t head_dim,
-                   float theta, ThreadPool& pool);
+                   float theta, ThreadPool& pool, std::span<const float> freq_factors = {});
 
 // Elements of the attention-probability buffer: sum over spans of length^2 * n_heads.
 int64_t attention_probs_size(const Span* spans, int64_t n_spans, int64_t n_heads);

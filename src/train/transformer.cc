@@ -11,8 +11,6 @@ std::vector<ParamTensor> param_layout(const model::ModelConfig& c) {
   if (c.qkv_bias) throw std::invalid_argument("train: models with q/k/v biases are not supported");
   if (c.rope_dims != c.head_dim)
     throw std::invalid_argument("train: partial rotary embeddings are not supported");
-  if (!c.rope_freq_factors.empty())
-    throw std::invalid_argument("train: rope frequency factors are not supported");
   if (c.rope_layout != kernels::RopeLayout::Adjacent)
     throw std::invalid_argument("train: only the adjacent-pair (llama) rotary layout is supported");
   std::vector<ParamTensor> out;
@@ -165,8 +163,10 @@ const std::vector<T>& Transformer<T>::forward(const TokenBatch& batch, ThreadPoo
     linear_forward<T>(a.q.data(), a.xn1.data(), w.wq, nullptr, N, dim, qd);
     linear_forward<T>(a.k.data(), a.xn1.data(), w.wk, nullptr, N, dim, kvd);
     linear_forward<T>(a.v.data(), a.xn1.data(), w.wv, nullptr, N, dim, kvd);
-    rope_forward(a.q.data(), spans, n_spans, c.n_heads, c.head_dim, c.rope_theta, pool);
-    rope_forward(a.k.data(), spans, n_spans, c.n_kv_heads, c.head_dim, c.rope_theta, pool);
+    rope_forward(a.q.data(), spans, n_spans, c.n_heads, c.head_dim, c.rope_theta, pool,
+                 c.rope_freq_factors);
+    rope_forward(a.k.data(), spans, n_spans, c.n_kv_heads, c.head_dim, c.rope_theta, pool,
+                 c.rope_freq_factors);
     attention_forward(a.att.data(), a.probs.data(), a.q.data(), a.k.data(), a.v.data(), spans,
                       n_spans, c.n_heads, c.n_kv_heads, c.head_dim, pool);
     linear_forward<T>(a.x_mid.data(), a.att.data(), w.wo, nullptr, N, qd, dim);
@@ -263,8 +263,10 @@ void Transformer<T>::backward(const T* d_logits, ThreadPool& pool) {
     attention_backward(dq_.data(), dk_.data(), dv_.data(), d_att_.data(), a.q.data(), a.k.data(),
                        a.v.data(), a.probs.data(), spans, n_spans, c.n_heads, c.n_kv_heads,
                        c.head_dim, pool);
-    rope_backward(dq_.data(), spans, n_spans, c.n_heads, c.head_dim, c.rope_theta, pool);
-    rope_backward(dk_.data(), spans, n_spans, c.n_kv_heads, c.head_dim, c.rope_theta, pool);
+    rope_backward(dq_.data(), spans, n_spans, c.n_heads, c.head_dim, c.rope_theta, pool,
+                  c.rope_freq_factors);
+    rope_backward(dk_.data(), spans, n_spans, c.n_kv_heads, c.head_dim, c.rope_theta, pool,
+                  c.rope_freq_factors);
     zero(d_xn_, N * dim);
     linear_backward<T>(d_xn_.data(), g.wq, nullptr, dq_.data(), a.xn1.data(), w.wq, N, dim, qd);
     linear_backward<T>(d_xn_.data(), g.wk, nullptr, dk_.data(), a.xn1.data(), w.wk, N, dim, kvd);

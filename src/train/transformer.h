@@ -25,7 +25,7 @@ struct ParamTensor {
 
 // Tensors in GGUF order for config c (llama architecture, no biases; tied output when
 // c.tied_output). Throws std::invalid_argument for shapes the trainer does not support
-// (qkv biases, partial rotary, rope frequency factors).
+// (qkv biases, partial rotary, the NeoX rotary layout).
 std::vector<ParamTensor> param_layout(const model::ModelConfig& c);
 int64_t param_count(const std::vector<ParamTensor>& layout);
 // Parameters outside the token embedding and output matrix (what pruning shrinks).

@@ -56,9 +56,9 @@ class WholeModelGradient : public ::testing::TestWithParam<bool> {};
 // truncation error of O(eps^2 * f''') ~ 1e-10 and a rounding error of ~1e-16 / 1e-5 = 1e-11, so
 // analytic and numeric gradients must agree to ~1e-8 of the gradient's scale; 1e-6 leaves a
 // margin while any wrong term (a missing residual, a transposed product) is off by > 1e-3.
-TEST_P(WholeModelGradient, MatchesFiniteDifferences) {
+void expect_gradients_match_finite_differences(const model::ModelConfig& c) {
   ThreadPool pool(2);
-  Transformer<double> m(tiny_config(GetParam()));
+  Transformer<double> m(c);
   m.init_random(7);
   // Larger weights than the 0.02 initialisation so every path carries a visible gradient.
   for (double& p : m.params()) p *= 20.0;
@@ -91,13 +91,24 @@ TEST_P(WholeModelGradient, MatchesFiniteDifferences) {
   EXPECT_LT(worst, 1e-6) << "worst parameter: " << worst_name;
 }
 
+TEST_P(WholeModelGradient, MatchesFiniteDifferences) {
+  expect_gradients_match_finite_differences(tiny_config(GetParam()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Tied, WholeModelGradient, ::testing::Values(false, true));
 
-TEST(Transformer, ForwardEqualsTheInferenceModel) {
-  ThreadPool pool(2);
+// Llama-3 style frequency factors (model/rope.h) divide each pair's frequency: two pairs per head
+// so that a factor's slot shows, the second pair's frequency slowed 8x as Llama 3.1's low bands.
+TEST(WholeModelGradientWithRopeFactors, MatchesFiniteDifferences) {
   model::ModelConfig c = tiny_config(false);
-  c.dim = 64, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 8, c.rope_dims = 8, c.ffn_dim = 96;
-  c.vocab_size = 50;
+  c.n_heads = 2, c.n_kv_heads = 1, c.head_dim = 4, c.rope_dims = 4;
+  c.rope_theta = 4.0f;  // a small base so the second pair turns visibly over 5 positions
+  c.rope_freq_factors = {1.0f, 8.0f};
+  expect_gradients_match_finite_differences(c);
+}
+
+void expect_forward_equals_the_inference_model(const model::ModelConfig& c) {
+  ThreadPool pool(2);
   Transformer<float> t(c);
   t.init_random(3);
   for (float& p : t.params()) p *= 10.0f;
@@ -117,6 +128,23 @@ TEST(Transformer, ForwardEqualsTheInferenceModel) {
   }
   ASSERT_GT(max_abs, 0.1);
   EXPECT_LT(max_diff, 1e-4 * std::max(1.0, max_abs));
+}
+
+model::ModelConfig forward_config() {
+  model::ModelConfig c = tiny_config(false);
+  c.dim = 64, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 8, c.rope_dims = 8, c.ffn_dim = 96;
+  c.vocab_size = 50;
+  return c;
+}
+
+TEST(Transformer, ForwardEqualsTheInferenceModel) {
+  expect_forward_equals_the_inference_model(forward_config());
+}
+
+TEST(Transformer, ForwardEqualsTheInferenceModelWithRopeFactors) {
+  model::ModelConfig c = forward_config();
+  c.rope_freq_factors = model::llama3_rope_factors(c.rope_dims, c.rope_theta, 8, 1, 4, 4);
+  expect_forward_equals_the_inference_model(c);
 }
 
 TEST(Transformer, LayoutNamesAndCounts) {
