@@ -127,6 +127,124 @@ void finish(Transfer& t, CURL* easy, CURLcode code, double end) {
     r.tpot = (r.e2e - r.ttft) / (r.output_tokens - 1);
 }
 
+// The curl multi handle and the epoll set it drives. curl_multi_perform walks every transfer on
+// each call, which is quadratic when hundreds of streams open at once; the socket interface
+// touches only the sockets epoll reports ready.
+class Multi {
+ public:
+  Multi() {
+    curl_multi_setopt(multi_.get(), CURLMOPT_MAXCONNECTS, 4096L);
+    curl_multi_setopt(multi_.get(), CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(multi_.get(), CURLMOPT_SOCKETDATA, &sockets_);
+    curl_multi_setopt(multi_.get(), CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(multi_.get(), CURLMOPT_TIMERDATA, &sockets_);
+    // "Expect:" stops curl from waiting for 100-continue before sending bodies over 1 KiB.
+    for (const char* h : {"Content-Type: application/json", "Expect:"})
+      headers_.reset(curl_slist_append(headers_.release(), h));
+  }
+
+  // Hands the transfer (its body already written) to curl, which owns it until done.
+  void add(std::unique_ptr<Transfer> t, const RunConfig& cfg) {
+    CURL* e = curl_easy_init();
+    if (!e) throw std::runtime_error("curl_easy_init failed");
+    curl_easy_setopt(e, CURLOPT_URL, cfg.url.c_str());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.c_str());
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->body.size());
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers_.get());
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)std::ceil(cfg.timeout_s * 1000));
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    // Never through a proxy (http_proxy in the environment would send traffic off the machine),
+    // never follow redirects, plain HTTP(S) only.
+    curl_easy_setopt(e, CURLOPT_PROXY, "");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    t->start = Clock::now();
+    check(curl_multi_add_handle(multi_.get(), e), "curl_multi_add_handle");
+    t.release();
+  }
+
+  // Waits up to max_wait_s (less when curl's own timer fires sooner) and lets curl act on what
+  // the sockets report.
+  void wait(double max_wait_s) {
+    double wait = max_wait_s;
+    if (sockets_.has_deadline)
+      wait =
+          std::min(wait, std::chrono::duration<double>(sockets_.deadline - Clock::now()).count());
+    wait = std::max(wait, 0.0);
+    const timespec ts{(time_t)wait, (long)((wait - std::floor(wait)) * 1e9)};
+    const int n =
+        epoll_pwait2(sockets_.epoll_fd, events_.data(), (int)events_.size(), &ts, nullptr);
+    if (n < 0 && errno != EINTR) throw std::runtime_error("epoll_pwait2 failed");
+    int running = 0;
+    for (int i = 0; i < n; ++i) {
+      const uint32_t ev = events_[i].events;
+      const int flags = ((ev & EPOLLIN) ? CURL_CSELECT_IN : 0) |
+                        ((ev & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
+                        ((ev & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
+      check(curl_multi_socket_action(multi_.get(), events_[i].data.fd, flags, &running),
+            "curl_multi_socket_action");
+    }
+    if (sockets_.has_deadline && Clock::now() >= sockets_.deadline) {
+      sockets_.has_deadline = false;
+      check(curl_multi_socket_action(multi_.get(), CURL_SOCKET_TIMEOUT, 0, &running),
+            "curl_multi_socket_action");
+    }
+  }
+
+  // Calls done(record) for each transfer curl finished since the last call.
+  template <class F>
+  void collect(F&& done) {
+    int left = 0;
+    while (CURLMsg* m = curl_multi_info_read(multi_.get(), &left)) {
+      if (m->msg != CURLMSG_DONE) continue;
+      CURL* e = m->easy_handle;
+      Transfer* raw = nullptr;
+      curl_easy_getinfo(e, CURLINFO_PRIVATE, &raw);
+      std::unique_ptr<Transfer> t(raw);
+      finish(*t, e, m->data.result, std::chrono::duration<double>(Clock::now() - t->start).count());
+      curl_multi_remove_handle(multi_.get(), e);
+      curl_easy_cleanup(e);
+      done(std::move(t->rec));
+    }
+  }
+
+ private:
+  std::unique_ptr<CURLM, decltype(&curl_multi_cleanup)> multi_{curl_multi_init(),
+                                                               curl_multi_cleanup};
+  Sockets sockets_;
+  std::vector<epoll_event> events_ = std::vector<epoll_event>(256);
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers_{nullptr,
+                                                                       curl_slist_free_all};
+};
+
+// The transfer a planned request becomes: its record's plan and its body (a prompt from the
+// file, cycled, or synthesised to the planned length).
+std::unique_ptr<Transfer> plan_transfer(const RunConfig& cfg, const PlannedRequest& p, int64_t id,
+                                        double scheduled_s) {
+  auto t = std::make_unique<Transfer>(cfg.chat, cfg.stream);
+  auto& r = t->rec;
+  r.id = id;
+  r.scheduled_s = scheduled_s;
+  r.planned_prompt_tokens = p.input_tokens;
+  r.planned_output_tokens = p.output_tokens;
+  std::string prompt;
+  int64_t max_tokens = p.output_tokens;
+  if (!cfg.prompts.empty()) {
+    const auto& e = cfg.prompts[size_t(id) % cfg.prompts.size()];
+    prompt = e.prompt;
+    if (e.max_tokens > 0) max_tokens = r.planned_output_tokens = e.max_tokens;
+    r.planned_prompt_tokens = -1;
+  } else {
+    prompt = synth_prompt(p.input_tokens, p.hash_ids, uint64_t(id), cfg.seed);
+  }
+  t->body = request_body(cfg, prompt, max_tokens);
+  return t;
+}
+
 }  // namespace
 
 const char* outcome_name(Outcome o) {
@@ -164,128 +282,45 @@ RunResult run_load(const RunConfig& cfg, Schedule& schedule) {
   res.concurrency = schedule.concurrency;
   res.intended_rate = schedule.concurrency > 0 ? 0 : schedule.intended_rate;
   const bool closed = schedule.concurrency > 0;
-
-  std::unique_ptr<CURLM, decltype(&curl_multi_cleanup)> multi(curl_multi_init(),
-                                                              curl_multi_cleanup);
-  curl_multi_setopt(multi.get(), CURLMOPT_MAXCONNECTS, 4096L);
-  // curl_multi_perform walks every transfer on each call, which is quadratic when hundreds of
-  // streams open at once; the socket interface touches only the sockets epoll reports ready.
-  Sockets sockets;
-  curl_multi_setopt(multi.get(), CURLMOPT_SOCKETFUNCTION, on_socket);
-  curl_multi_setopt(multi.get(), CURLMOPT_SOCKETDATA, &sockets);
-  curl_multi_setopt(multi.get(), CURLMOPT_TIMERFUNCTION, on_timer);
-  curl_multi_setopt(multi.get(), CURLMOPT_TIMERDATA, &sockets);
-  std::vector<epoll_event> events(256);
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr, curl_slist_free_all);
-  // "Expect:" stops curl from waiting for 100-continue before sending bodies over 1 KiB.
-  for (const char* h : {"Content-Type: application/json", "Expect:"})
-    headers.reset(curl_slist_append(headers.release(), h));
-
+  Multi multi;
   Loop loop;
   int in_flight = 0;
   int64_t sent = 0, done = 0, errors = 0;
   double next_progress = 0;
   std::optional<PlannedRequest> next = schedule.next();
-
-  auto launch = [&](const PlannedRequest& p) {
-    auto t = std::make_unique<Transfer>(cfg.chat, cfg.stream);
-    auto& r = t->rec;
-    r.id = sent;
-    r.scheduled_s = closed ? loop.elapsed() : p.at;
-    r.planned_prompt_tokens = p.input_tokens;
-    r.planned_output_tokens = p.output_tokens;
-    std::string prompt;
-    int64_t max_tokens = p.output_tokens;
-    if (!cfg.prompts.empty()) {
-      const auto& e = cfg.prompts[sent % cfg.prompts.size()];
-      prompt = e.prompt;
-      if (e.max_tokens > 0) max_tokens = r.planned_output_tokens = e.max_tokens;
-      r.planned_prompt_tokens = -1;
-    } else {
-      prompt = synth_prompt(p.input_tokens, p.hash_ids, sent, cfg.seed);
-    }
-    t->body = request_body(cfg, prompt, max_tokens);
-    CURL* e = curl_easy_init();
-    if (!e) throw std::runtime_error("curl_easy_init failed");
-    curl_easy_setopt(e, CURLOPT_URL, cfg.url.c_str());
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->body.c_str());
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)t->body.size());
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers.get());
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
-    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)std::ceil(cfg.timeout_s * 1000));
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    // Never through a proxy (http_proxy in the environment would send traffic off the machine),
-    // never follow redirects, plain HTTP(S) only.
-    curl_easy_setopt(e, CURLOPT_PROXY, "");
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
-    t->start = Clock::now();
-    r.sent_s = std::chrono::duration<double>(t->start - loop.t0).count();
-    check(curl_multi_add_handle(multi.get(), e), "curl_multi_add_handle");
-    t.release();
-    ++sent;
-    ++in_flight;
-    res.max_in_flight = std::max(res.max_in_flight, in_flight);
-  };
+  const auto below_max = [&] { return cfg.max_requests == 0 || sent < cfg.max_requests; };
 
   while (true) {
     const double now = loop.elapsed();
-    const bool may_send = !(cfg.stop && cfg.stop->load()) &&
-                          (cfg.max_requests == 0 || sent < cfg.max_requests) &&
+    const bool may_send = !(cfg.stop && cfg.stop->load()) && below_max() &&
                           (cfg.duration_s <= 0 || now < cfg.duration_s);
     if (may_send) {
-      while (next && (cfg.max_requests == 0 || sent < cfg.max_requests) &&
-             (cfg.duration_s <= 0 || loop.elapsed() < cfg.duration_s) &&
+      while (next && below_max() && (cfg.duration_s <= 0 || loop.elapsed() < cfg.duration_s) &&
              (closed ? in_flight < schedule.concurrency : next->at <= loop.elapsed())) {
-        launch(*next);
+        auto t = plan_transfer(cfg, *next, sent, closed ? loop.elapsed() : next->at);
+        Transfer& added = *t;  // curl owns it from here until collect() hands its record back
+        multi.add(std::move(t), cfg);
+        added.rec.sent_s = std::chrono::duration<double>(added.start - loop.t0).count();
+        ++sent;
+        ++in_flight;
+        res.max_in_flight = std::max(res.max_in_flight, in_flight);
         next = schedule.next();
       }
     }
-    const bool sending = may_send && next && (cfg.max_requests == 0 || sent < cfg.max_requests);
+    const bool sending = may_send && next && below_max();
     if (!sending && in_flight == 0) break;
 
     // Wait for socket activity, curl's own timer, the next arrival, or 100 ms (progress line).
     double wait = 0.1;
     if (sending && !closed) wait = std::min(wait, next->at - loop.elapsed());
     if (cfg.duration_s > 0 && sending) wait = std::min(wait, cfg.duration_s - loop.elapsed());
-    if (sockets.has_deadline)
-      wait = std::min(wait, std::chrono::duration<double>(sockets.deadline - Clock::now()).count());
-    wait = std::max(wait, 0.0);
-    const timespec ts{(time_t)wait, (long)((wait - std::floor(wait)) * 1e9)};
-    const int n = epoll_pwait2(sockets.epoll_fd, events.data(), (int)events.size(), &ts, nullptr);
-    if (n < 0 && errno != EINTR) throw std::runtime_error("epoll_pwait2 failed");
-    int running = 0;
-    for (int i = 0; i < n; ++i) {
-      const uint32_t ev = events[i].events;
-      const int flags = ((ev & EPOLLIN) ? CURL_CSELECT_IN : 0) |
-                        ((ev & EPOLLOUT) ? CURL_CSELECT_OUT : 0) |
-                        ((ev & (EPOLLERR | EPOLLHUP)) ? CURL_CSELECT_ERR : 0);
-      check(curl_multi_socket_action(multi.get(), events[i].data.fd, flags, &running),
-            "curl_multi_socket_action");
-    }
-    if (sockets.has_deadline && Clock::now() >= sockets.deadline) {
-      sockets.has_deadline = false;
-      check(curl_multi_socket_action(multi.get(), CURL_SOCKET_TIMEOUT, 0, &running),
-            "curl_multi_socket_action");
-    }
-    int left = 0;
-    while (CURLMsg* m = curl_multi_info_read(multi.get(), &left)) {
-      if (m->msg != CURLMSG_DONE) continue;
-      CURL* e = m->easy_handle;
-      Transfer* raw = nullptr;
-      curl_easy_getinfo(e, CURLINFO_PRIVATE, &raw);
-      std::unique_ptr<Transfer> t(raw);
-      finish(*t, e, m->data.result, std::chrono::duration<double>(Clock::now() - t->start).count());
-      curl_multi_remove_handle(multi.get(), e);
-      curl_easy_cleanup(e);
+    multi.wait(wait);
+    multi.collect([&](RequestRecord rec) {
       --in_flight;
       ++done;
-      if (t->rec.outcome != Outcome::kCompleted) ++errors;
-      res.records.push_back(std::move(t->rec));
-    }
+      if (rec.outcome != Outcome::kCompleted) ++errors;
+      res.records.push_back(std::move(rec));
+    });
     if (cfg.progress && loop.elapsed() >= next_progress) {
       next_progress = loop.elapsed() + 0.5;
       std::fprintf(stderr, "\rsent %lld  done %lld  in flight %d  errors %lld   ", (long long)sent,

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "server/generation_request.h"
 #include "server/openai_protocol.h"
 
 namespace shrike::server {
@@ -177,6 +178,39 @@ struct StreamJob {
   }
 };
 
+// Answers a submission the engine did not accept.
+void send_refusal(httplib::Response& res, const engine::SubmitResult& sub) {
+  switch (sub.status) {
+    case engine::SubmitStatus::Accepted:
+      return;
+    case engine::SubmitStatus::QueueFull:
+      res.set_header("Retry-After", "1");
+      return send_error(
+          res, queue_full(sub.message.empty()
+                              ? "The request queue is full; retry later."
+                              : "The request queue is full; retry later (" + sub.message + ")."));
+    case engine::SubmitStatus::Draining:
+      return send_error(res,
+                        unavailable("The server is shutting down and accepts no new requests."));
+    case engine::SubmitStatus::Invalid:
+      return send_error(res, bad_request(sub.message.empty() ? "Invalid request." : sub.message));
+  }
+}
+
+// Streaming: the response becomes server-sent events that `job` provides as they come.
+void stream_reply(httplib::Response& res, std::shared_ptr<StreamJob> job) {
+  res.status = 200;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");  // proxies: do not buffer the stream
+  // Exactly "text/event-stream": httplib never compresses that type, so events are not held
+  // back in a compressor's buffer.
+  res.set_chunked_content_provider(
+      "text/event-stream", [job](size_t, httplib::DataSink& sink) { return job->provide(sink); },
+      [job](bool) {
+        if (!job->finished) job->stream->cancel();
+      });
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -231,8 +265,16 @@ struct HttpServer::Impl {
   }
 
   void install_routes();
+  // A completion: read the body, translate it (to_generation_request), submit, then reply with
+  // a stream or the whole answer.
   void generate(const httplib::Request& req, httplib::Response& res,
                 const httplib::ContentReader& reader, Endpoint ep);
+  // The body within opt.max_body_bytes, or nullopt after answering 413 or 400.
+  std::optional<std::string> read_body(httplib::Response& res,
+                                       const httplib::ContentReader& reader);
+  // Not streaming: waits for the whole answer and sends it as one JSON body.
+  void blocking_reply(httplib::Response& res, engine::RequestStream& stream,
+                      const tokenizer::Tokenizer& tok, const ResponseMeta& meta);
   void models(const httplib::Request& req, httplib::Response& res);
 };
 
@@ -360,13 +402,11 @@ void HttpServer::Impl::models(const httplib::Request& req, httplib::Response& re
   send_json(res, 200, {{"object", "list"}, {"data", nlohmann::json::array({card})}});
 }
 
-void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& res,
-                                const httplib::ContentReader& reader, Endpoint ep) {
-  auto in_flight_guard = std::make_unique<InFlight>(in_flight);
-
-  // The body, with the limit enforced while reading: httplib checks Content-Length itself, but a
-  // chunked body has none. An oversized chunked body is still read to its end (up to a cap) and
-  // dropped, so the 413 goes out on a connection that is still in step with the client.
+std::optional<std::string> HttpServer::Impl::read_body(httplib::Response& res,
+                                                       const httplib::ContentReader& reader) {
+  // The limit is enforced while reading: httplib checks Content-Length itself, but a chunked
+  // body has none. An oversized chunked body is still read to its end (up to a cap) and dropped,
+  // so the 413 goes out on a connection that is still in step with the client.
   std::string body;
   bool too_big = false;
   size_t received = 0;
@@ -384,78 +424,36 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
   if (too_big || res.status == 413 || !read_ok) {
     // Part of the body may still be unread: then this connection cannot carry another request.
     if (!read_ok) res.set_header("Connection", "close");
-    return send_error(res, too_big || res.status == 413
-                               ? payload_too_large(opt.max_body_bytes)
-                               : bad_request("Could not read the request body."));
+    send_error(res, too_big || res.status == 413 ? payload_too_large(opt.max_body_bytes)
+                                                 : bad_request("Could not read the request body."));
+    return std::nullopt;
   }
+  return body;
+}
+
+void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& res,
+                                const httplib::ContentReader& reader, Endpoint ep) {
+  auto in_flight_guard = std::make_unique<InFlight>(in_flight);
+  const std::optional<std::string> body = read_body(res, reader);
+  if (!body) return;
   if (auto e = check_auth(req)) return send_error(res, *e);
   if (draining.load())
     return send_error(res, unavailable("The server is shutting down and accepts no new requests."));
   engine::Engine* eng = engine.load();
   if (!eng) return send_error(res, unavailable("The model is still loading."));
 
-  auto parsed = parse_request(body, ep);
+  auto parsed = parse_request(*body, ep);
   if (const auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
   ParsedRequest& p = std::get<ParsedRequest>(parsed);
-  if (!p.model.empty() && p.model != opt.model_name)
-    return send_error(res, model_not_found(p.model));
-
-  // Prompt tokens. Special-token text in the prompt ("<|im_start|>") becomes those tokens, as in
-  // llama.cpp's and vLLM's servers; chat templates depend on it.
   const tokenizer::Tokenizer& tok = eng->tokenizer();
-  const bool add_bos = eng->model().config().add_bos;
-  std::vector<int32_t> prompt;
-  if (ep == Endpoint::ChatCompletions) {
-    prompt = tok.encode(render_chat(chat_format.load(), p.messages), add_bos, true);
-  } else if (p.prompt_is_tokens) {
-    for (size_t i = 0; i < p.prompt_tokens.size(); ++i)
-      if (p.prompt_tokens[i] >= tok.n_vocab())
-        return send_error(
-            res,
-            bad_request("Invalid 'prompt[" + std::to_string(i) + "]': token id " +
-                            std::to_string(p.prompt_tokens[i]) + " is outside the vocabulary of " +
-                            std::to_string(tok.n_vocab()) + " tokens.",
-                        "prompt", "invalid_value"));
-    prompt = std::move(p.prompt_tokens);
-  } else {
-    prompt = tok.encode(p.prompt_text, add_bos, true);
-  }
-  if (prompt.empty())
-    return send_error(
-        res, bad_request("The prompt is empty: it encodes to no tokens.",
-                         ep == Endpoint::ChatCompletions ? "messages" : "prompt", "empty_prompt"));
-  const auto max_tokens =
-      resolve_max_tokens(int64_t(prompt.size()), p.max_tokens, eng->context_length());
-  if (const auto* e = std::get_if<ApiError>(&max_tokens)) return send_error(res, *e);
+  auto request = to_generation_request(
+      p,
+      RequestContext{tok, chat_format.load(), eng->model().config().add_bos, eng->context_length(),
+                     opt.model_name, opt.request_timeout_s, random64(), Clock::now()});
+  if (const auto* e = std::get_if<ApiError>(&request)) return send_error(res, *e);
 
-  engine::GenerationRequest g;
-  g.prompt = std::move(prompt);
-  g.sampling = p.sampling;
-  if (!p.seed_given) g.sampling.seed = random64();
-  g.max_tokens = std::get<int64_t>(max_tokens);
-  g.stop = std::move(p.stop);
-  g.ignore_eos = p.ignore_eos;
-  const double timeout_s = p.timeout_s ? *p.timeout_s : opt.request_timeout_s;
-  if (timeout_s > 0)
-    g.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(timeout_s));
-
-  engine::SubmitResult sub = eng->submit(std::move(g));
-  switch (sub.status) {
-    case engine::SubmitStatus::Accepted:
-      break;
-    case engine::SubmitStatus::QueueFull:
-      res.set_header("Retry-After", "1");
-      return send_error(
-          res, queue_full(sub.message.empty()
-                              ? "The request queue is full; retry later."
-                              : "The request queue is full; retry later (" + sub.message + ")."));
-    case engine::SubmitStatus::Draining:
-      return send_error(res,
-                        unavailable("The server is shutting down and accepts no new requests."));
-    case engine::SubmitStatus::Invalid:
-      return send_error(res, bad_request(sub.message.empty() ? "Invalid request." : sub.message));
-  }
+  engine::SubmitResult sub = eng->submit(std::move(std::get<engine::GenerationRequest>(request)));
+  if (sub.status != engine::SubmitStatus::Accepted) return send_refusal(res, sub);
 
   auto active_guard = std::make_unique<ActiveStream>(active_mu, active, sub.stream);
   ResponseMeta meta;
@@ -473,28 +471,21 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
     job->include_usage = p.include_usage;
     job->in_flight = std::move(in_flight_guard);
     job->active = std::move(active_guard);
-    res.status = 200;
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");  // proxies: do not buffer the stream
-    // Exactly "text/event-stream": httplib never compresses that type, so events are not held
-    // back in a compressor's buffer.
-    res.set_chunked_content_provider(
-        "text/event-stream", [job](size_t, httplib::DataSink& sink) { return job->provide(sink); },
-        [job](bool) {
-          if (!job->finished) job->stream->cancel();
-        });
-    return;
+    return stream_reply(res, std::move(job));
   }
+  blocking_reply(res, *sub.stream, tok, meta);
+}
 
-  // Not streaming: wait for the whole answer. httplib cannot tell that such a client left; its
-  // request runs to the end (or its deadline).
+void HttpServer::Impl::blocking_reply(httplib::Response& res, engine::RequestStream& stream,
+                                      const tokenizer::Tokenizer& tok, const ResponseMeta& meta) {
+  // httplib cannot tell that such a client left; its request runs to the end (or its deadline).
   std::string text;
   std::vector<LogprobEntry> logprobs;
   int64_t text_offset = 0;
   engine::StreamEvent ev;
   int waits_while_stopping = 0;
   while (true) {
-    if (!sub.stream->next(ev, std::chrono::milliseconds(1000))) {
+    if (!stream.next(ev, std::chrono::milliseconds(1000))) {
       // stop() cancelled the request; should the engine not answer, do not hold the worker
       // (and with it serve()) for ever.
       if (stop_requested.load() && ++waits_while_stopping >= 5)

@@ -274,55 +274,75 @@ std::string chat_template_of(const Json& j, const json& cfg, const std::string& 
   return fs::is_regular_file(jinja, ec) ? read_text_file(jinja.string()) : std::string();
 }
 
-}  // namespace
+// The folder's JSON files, each with the Json that names it in errors: tokenizer.json (required),
+// tokenizer_config.json and config.json (empty objects when absent).
+struct HfFiles {
+  Json j, jc, jm;
+  json root, cfg, model_cfg;
+};
 
-HfTokenizer load_hf_tokenizer(const std::string& dir, int64_t vocab_size) {
-  const Json j((fs::path(dir) / "tokenizer.json").string());
-  const json root = read_json_file(j);
-  if (!root.is_object()) j.fail("not a JSON object");
-
+HfFiles read_hf_files(const std::string& dir) {
+  HfFiles f{Json((fs::path(dir) / "tokenizer.json").string()),
+            Json((fs::path(dir) / "tokenizer_config.json").string()),
+            Json((fs::path(dir) / "config.json").string()),
+            {},
+            {},
+            {}};
+  f.root = read_json_file(f.j);
+  if (!f.root.is_object()) f.j.fail("not a JSON object");
   std::error_code ec;
-  const Json jc((fs::path(dir) / "tokenizer_config.json").string());
-  const json cfg = fs::is_regular_file(jc.path(), ec) ? read_json_file(jc) : json::object();
-  if (!cfg.is_object()) jc.fail("not a JSON object");
-  const Json jm((fs::path(dir) / "config.json").string());
-  const json model_cfg = fs::is_regular_file(jm.path(), ec) ? read_json_file(jm) : json::object();
+  f.cfg = fs::is_regular_file(f.jc.path(), ec) ? read_json_file(f.jc) : json::object();
+  if (!f.cfg.is_object()) f.jc.fail("not a JSON object");
+  f.model_cfg = fs::is_regular_file(f.jm.path(), ec) ? read_json_file(f.jm) : json::object();
+  return f;
+}
 
-  const json& model = j.object(root, "model", "");
-  const std::string type = j.string(model, "type", "model.");
-  const json& vocab_json = j.object(model, "vocab", "model.");
-
-  Normalizer norm;
-  normalizer_steps(j, root.value("normalizer", json()), "normalizer", norm);
-  std::vector<std::string> steps;
-  pre_steps(j, root.value("pre_tokenizer", json()), "pre_tokenizer", steps);
+// What model.type and the normalizer / pre-tokenizer steps make of the vocabulary.
+VocabKind vocab_kind(const Json& j, const json& model, const std::string& type,
+                     const Normalizer& norm, const std::vector<std::string>& steps) {
   const bool byte_level = std::any_of(steps.begin(), steps.end(), [](const std::string& s) {
     return s.compare(0, 9, "bytelevel") == 0;
   });
   const bool metaspace = std::find(steps.begin(), steps.end(), "Metaspace") != steps.end();
-
-  HfTokenizer out;
-  Vocab& v = out.vocab;
   if (type == "BPE") {
-    if (byte_level) {
-      v.kind = VocabKind::Bpe;
-    } else if (j.boolean_or(model, "byte_fallback", false, "model.") || metaspace ||
-               norm.spaces_to_marker) {
-      v.kind = VocabKind::Spm;
-    } else {
-      j.fail(
-          "BPE model with neither a ByteLevel pre-tokenizer nor SentencePiece-style byte "
-          "fallback / Metaspace is not supported");
-    }
-  } else if (type == "WordPiece") {
-    v.kind = VocabKind::Wpm;
-  } else {
-    j.fail("model.type '" + type + "' is not supported (BPE, WordPiece)");
+    if (byte_level) return VocabKind::Bpe;
+    if (j.boolean_or(model, "byte_fallback", false, "model.") || metaspace || norm.spaces_to_marker)
+      return VocabKind::Spm;
+    j.fail(
+        "BPE model with neither a ByteLevel pre-tokenizer nor SentencePiece-style byte "
+        "fallback / Metaspace is not supported");
   }
+  if (type == "WordPiece") return VocabKind::Wpm;
+  j.fail("model.type '" + type + "' is not supported (BPE, WordPiece)");
+}
 
-  // Pieces by id: model.vocab, then added_tokens (which may repeat a vocab entry under its id).
+struct AddedToken {
+  int64_t id;
+  std::string content;
+  bool special;
+};
+
+// Pieces by id: model.vocab, then added_tokens (which may repeat a vocab entry under its id),
+// padded to the model's vocabulary size with unused "[PADn]" pieces.
+struct PieceTable {
   std::vector<std::string> pieces;
   std::vector<bool> used;
+  std::vector<AddedToken> added;
+  std::unordered_map<std::string, int32_t> id_of;  // used pieces only
+
+  size_t size() const { return pieces.size(); }
+  int32_t id(const std::string& piece, const std::string& what, const Json& file) const {
+    auto it = id_of.find(piece);
+    if (it == id_of.end()) file.fail(what + " '" + piece + "' is not in the vocabulary");
+    return it->second;
+  }
+};
+
+PieceTable read_pieces(const Json& j, const json& root, const json& vocab_json,
+                       int64_t vocab_size) {
+  PieceTable t;
+  std::vector<std::string>& pieces = t.pieces;
+  std::vector<bool>& used = t.used;
   auto place = [&](int64_t id, const std::string& piece, const std::string& what) {
     if (size_t(id) >= pieces.size()) {
       pieces.resize(size_t(id) + 1);
@@ -335,24 +355,17 @@ HfTokenizer load_hf_tokenizer(const std::string& dir, int64_t vocab_size) {
   };
   for (const auto& [piece, id] : vocab_json.items())
     place(j.id(id, "model.vocab['" + piece + "']"), piece, "model.vocab['" + piece + "']");
-
-  struct Added {
-    int64_t id;
-    std::string content;
-    bool special;
-  };
-  std::vector<Added> added;
   if (root.contains("added_tokens") && !root["added_tokens"].is_null()) {
     const json& list = j.array(root, "added_tokens", "");
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string where = "added_tokens[" + std::to_string(i) + "]";
       if (!list[i].is_object()) j.fail(where + " is not an object");
       if (!list[i].contains("id")) j.fail(where + ".id is missing");
-      Added a{j.id(list[i]["id"], where + ".id"), j.string(list[i], "content", where + "."),
-              j.boolean_or(list[i], "special", false, where + ".")};
+      AddedToken a{j.id(list[i]["id"], where + ".id"), j.string(list[i], "content", where + "."),
+                   j.boolean_or(list[i], "special", false, where + ".")};
       if (a.content.empty()) j.fail(where + ".content is empty");
       place(a.id, a.content, where);
-      added.push_back(std::move(a));
+      t.added.push_back(std::move(a));
     }
   }
   if (pieces.empty()) j.fail("model.vocab is empty");
@@ -362,80 +375,86 @@ HfTokenizer load_hf_tokenizer(const std::string& dir, int64_t vocab_size) {
   const size_t n = std::max(pieces.size(), size_t(std::max<int64_t>(vocab_size, 0)));
   pieces.resize(n);
   used.resize(n, false);
+  for (size_t id = 0; id < n; ++id)
+    if (!used[id]) pieces[id] = "[PAD" + std::to_string(id) + "]";
+  t.id_of.reserve(n);
+  for (size_t id = 0; id < n; ++id)
+    if (used[id]) t.id_of.emplace(pieces[id], int32_t(id));
+  return t;
+}
 
+// Token types (and unk_id): unused padding, SentencePiece byte pieces, added tokens as control
+// or user-defined, the unknown token.
+void assign_types(const Json& j, const json& model, PieceTable& t, Vocab& v) {
+  const size_t n = t.size();
   v.types.assign(n, TokenType::Normal);
-  v.scores.assign(n, 0.0f);
   for (size_t id = 0; id < n; ++id)
-    if (!used[id]) {
-      pieces[id] = "[PAD" + std::to_string(id) + "]";
-      v.types[id] = TokenType::Unused;
-    }
-  std::unordered_map<std::string, int32_t> id_of;
-  id_of.reserve(n);
-  for (size_t id = 0; id < n; ++id)
-    if (used[id]) id_of.emplace(pieces[id], int32_t(id));
-  auto lookup = [&](const std::string& piece, const std::string& what, const Json& file) {
-    auto it = id_of.find(piece);
-    if (it == id_of.end()) file.fail(what + " '" + piece + "' is not in the vocabulary");
-    return it->second;
-  };
-
+    if (!t.used[id]) v.types[id] = TokenType::Unused;
   std::string unk = j.string_or(model, "unk_token", "", "model.");
-  if (!unk.empty()) v.unk_id = lookup(unk, "model.unk_token", j);
+  if (!unk.empty()) v.unk_id = t.id(unk, "model.unk_token", j);
   if (v.kind == VocabKind::Spm)
     for (size_t id = 0; id < n; ++id)
-      if (used[id] && is_byte_piece(pieces[id])) v.types[id] = TokenType::Byte;
-  for (const Added& a : added) {
+      if (t.used[id] && is_byte_piece(t.pieces[id])) v.types[id] = TokenType::Byte;
+  for (const AddedToken& a : t.added) {
     const bool control = a.special || looks_special(a.content);
     v.types[size_t(a.id)] = control ? TokenType::Control : TokenType::UserDefined;
     if (!control && v.kind == VocabKind::Spm) {
       // As llama.cpp's converter: user-defined tokens match raw text, so "▁" means a space.
-      std::string& p = pieces[size_t(a.id)];
+      std::string& p = t.pieces[size_t(a.id)];
       for (size_t pos; (pos = p.find(kSpaceMarker)) != std::string::npos;) p.replace(pos, 3, " ");
     }
   }
   if (v.kind == VocabKind::Spm && v.unk_id >= 0) v.types[size_t(v.unk_id)] = TokenType::Unknown;
+}
 
-  // Merges: "a b" strings (older files) or ["a", "b"] pairs; every part and result must be a
-  // piece, as Hugging Face's BPE insists when it loads them.
-  if (v.kind != VocabKind::Wpm) {
-    const json& merges = j.array(model, "merges", "model.");
-    std::vector<int32_t> first_rank(n, -1);
-    std::string left, right;
-    for (size_t r = 0; r < merges.size(); ++r) {
-      const std::string where = "model.merges[" + std::to_string(r) + "]";
-      const json& m = merges[r];
-      if (m.is_string()) {
-        const std::string s = m.get<std::string>();
-        const size_t sp = s.find(' ');
-        if (sp == std::string::npos || sp == 0 || sp + 1 == s.size() ||
-            s.find(' ', sp + 1) != std::string::npos)
-          j.fail(where + " '" + s + "' is not two tokens separated by one space");
-        left = s.substr(0, sp);
-        right = s.substr(sp + 1);
-      } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-        left = m[0].get<std::string>();
-        right = m[1].get<std::string>();
-      } else {
-        j.fail(where + " is " + m.dump() + ", expected \"a b\" or [\"a\", \"b\"]");
-      }
-      for (const std::string* part : {&left, &right})
-        if (!id_of.count(*part)) j.fail(where + " names '" + *part + "', which is not a token");
-      const std::string joined = left + right;
-      auto it = id_of.find(joined);
-      if (it == id_of.end()) j.fail(where + " makes '" + joined + "', which is not a token");
-      if (first_rank[size_t(it->second)] < 0) first_rank[size_t(it->second)] = int32_t(r);
-      if (v.kind == VocabKind::Bpe) v.merges.push_back(left + " " + right);
+// Merges: "a b" strings (older files) or ["a", "b"] pairs; every part and result must be a
+// piece, as Hugging Face's BPE insists when it loads them. Byte-level BPE keeps them as merges;
+// SentencePiece gets scores from the rank of the first merge making each piece.
+void read_merges(const Json& j, const json& model, const PieceTable& t, Vocab& v) {
+  const size_t n = t.size();
+  v.scores.assign(n, 0.0f);
+  if (v.kind == VocabKind::Wpm) return;
+  const json& merges = j.array(model, "merges", "model.");
+  std::vector<int32_t> first_rank(n, -1);
+  std::string left, right;
+  for (size_t r = 0; r < merges.size(); ++r) {
+    const std::string where = "model.merges[" + std::to_string(r) + "]";
+    const json& m = merges[r];
+    if (m.is_string()) {
+      const std::string s = m.get<std::string>();
+      const size_t sp = s.find(' ');
+      if (sp == std::string::npos || sp == 0 || sp + 1 == s.size() ||
+          s.find(' ', sp + 1) != std::string::npos)
+        j.fail(where + " '" + s + "' is not two tokens separated by one space");
+      left = s.substr(0, sp);
+      right = s.substr(sp + 1);
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      left = m[0].get<std::string>();
+      right = m[1].get<std::string>();
+    } else {
+      j.fail(where + " is " + m.dump() + ", expected \"a b\" or [\"a\", \"b\"]");
     }
-    if (v.kind == VocabKind::Spm) {
-      // Earlier merges first: score -rank. Pieces no merge makes (characters, bytes, specials)
-      // are never a pair's result unless no merge lists them; those go last.
-      const float last = -float(merges.size());
-      for (size_t id = 0; id < n; ++id)
-        v.scores[id] = first_rank[id] >= 0 ? -float(first_rank[id]) : last;
-    }
+    for (const std::string* part : {&left, &right})
+      if (!t.id_of.count(*part)) j.fail(where + " names '" + *part + "', which is not a token");
+    const std::string joined = left + right;
+    auto it = t.id_of.find(joined);
+    if (it == t.id_of.end()) j.fail(where + " makes '" + joined + "', which is not a token");
+    if (first_rank[size_t(it->second)] < 0) first_rank[size_t(it->second)] = int32_t(r);
+    if (v.kind == VocabKind::Bpe) v.merges.push_back(left + " " + right);
   }
+  if (v.kind == VocabKind::Spm) {
+    // Earlier merges first: score -rank. Pieces no merge makes (characters, bytes, specials)
+    // are never a pair's result unless no merge lists them; those go last.
+    const float last = -float(merges.size());
+    for (size_t id = 0; id < n; ++id)
+      v.scores[id] = first_rank[id] >= 0 ? -float(first_rank[id]) : last;
+  }
+}
 
+// Byte-level BPE: the pre-tokenizer family its steps name. WordPiece: llama.cpp's "phantom
+// space" form, where word-initial pieces get "▁" and "##" continuations lose their prefix.
+void pre_tokenizer_form(const Json& j, const json& model, const Normalizer& norm,
+                        const std::vector<std::string>& steps, PieceTable& t, Vocab& v) {
   if (v.kind == VocabKind::Bpe) {
     if (!norm.other.empty() && !(norm.other.size() == 1 && norm.other[0] == "NFC"))
       j.fail("normalizer '" + norm.other[0] + "' is not supported with a ByteLevel pre-tokenizer");
@@ -451,11 +470,10 @@ HfTokenizer load_hf_tokenizer(const std::string& dir, int64_t vocab_size) {
     }
     v.pre = found->pre;
   } else if (v.kind == VocabKind::Wpm) {
-    // llama.cpp's "phantom space" form: word-initial pieces get "▁", "##" continuations lose it.
     const std::string prefix = j.string_or(model, "continuing_subword_prefix", "##", "model.");
-    for (size_t id = 0; id < n; ++id) {
-      std::string& p = pieces[id];
-      if (!used[id] || v.types[id] != TokenType::Normal) continue;
+    for (size_t id = 0; id < t.size(); ++id) {
+      std::string& p = t.pieces[id];
+      if (!t.used[id] || v.types[id] != TokenType::Normal) continue;
       if (p.size() >= 2 && p.front() == '[' && p.back() == ']') continue;
       if (!prefix.empty() && p.compare(0, prefix.size(), prefix) == 0)
         p.erase(0, prefix.size());
@@ -463,54 +481,55 @@ HfTokenizer load_hf_tokenizer(const std::string& dir, int64_t vocab_size) {
         p.insert(0, kSpaceMarker);
     }
   }
-  v.pieces = std::move(pieces);
+}
 
-  // Dummy prefix: the normalizer's Prepend("▁") or a Metaspace that prepends; tokenizer_config's
-  // add_prefix_space wins when present (as llama.cpp's converter lets it).
-  if (v.kind == VocabKind::Spm) {
-    bool prefix = norm.prepend_marker;
-    if (metaspace) {
-      const json* ms = nullptr;
-      std::vector<const json*> todo = {&root["pre_tokenizer"]};
-      while (!todo.empty() && !ms) {
-        const json* p = todo.back();
-        todo.pop_back();
-        if (!p->is_object()) continue;
-        if (p->value("type", "") == "Metaspace") ms = p;
-        if (p->contains("pretokenizers") && (*p)["pretokenizers"].is_array())
-          for (const json& q : (*p)["pretokenizers"]) todo.push_back(&q);
-      }
-      if (ms) {
-        const std::string scheme = j.string_or(*ms, "prepend_scheme", "", "pre_tokenizer.");
-        prefix = scheme.empty() ? j.boolean_or(*ms, "add_prefix_space", true, "pre_tokenizer.")
-                                : scheme != "never";
-      }
+// SentencePiece's dummy prefix: the normalizer's Prepend("▁") or a Metaspace that prepends;
+// tokenizer_config's add_prefix_space wins when present (as llama.cpp's converter lets it).
+bool dummy_prefix(const HfFiles& f, const Normalizer& norm, const std::vector<std::string>& steps,
+                  VocabKind kind) {
+  if (kind != VocabKind::Spm) return false;
+  bool prefix = norm.prepend_marker;
+  if (std::find(steps.begin(), steps.end(), "Metaspace") != steps.end()) {
+    const json* ms = nullptr;
+    std::vector<const json*> todo = {&f.root["pre_tokenizer"]};
+    while (!todo.empty() && !ms) {
+      const json* p = todo.back();
+      todo.pop_back();
+      if (!p->is_object()) continue;
+      if (p->value("type", "") == "Metaspace") ms = p;
+      if (p->contains("pretokenizers") && (*p)["pretokenizers"].is_array())
+        for (const json& q : (*p)["pretokenizers"]) todo.push_back(&q);
     }
-    v.add_space_prefix = jc.boolean_or(cfg, "add_prefix_space", prefix, "");
-  } else {
-    v.add_space_prefix = false;
+    if (ms) {
+      const std::string scheme = f.j.string_or(*ms, "prepend_scheme", "", "pre_tokenizer.");
+      prefix = scheme.empty() ? f.j.boolean_or(*ms, "add_prefix_space", true, "pre_tokenizer.")
+                              : scheme != "never";
+    }
   }
+  return f.jc.boolean_or(f.cfg, "add_prefix_space", prefix, "");
+}
 
-  // Special tokens: tokenizer_config.json names them; config.json's ids are the fallback.
-  const bool wpm = v.kind == VocabKind::Wpm;
+// BOS / EOS / PAD ids: tokenizer_config.json names them; config.json's ids are the fallback,
+// then each kind's usual piece.
+void special_ids(const HfFiles& f, const PieceTable& t, Vocab& v) {
+  const size_t n = t.size();
   auto special = [&](const char* cfg_key, const char* model_key,
                      const std::string& default_piece) -> int32_t {
-    if (auto piece = config_token(jc, cfg, cfg_key)) return lookup(*piece, cfg_key, jc);
-    if (model_key && model_cfg.is_object() && model_cfg.contains(model_key) &&
-        !model_cfg[model_key].is_null()) {
-      const json& idj = model_cfg[model_key].is_array() && !model_cfg[model_key].empty()
-                            ? model_cfg[model_key][0]
-                            : model_cfg[model_key];
-      const int64_t id = jm.id(idj, model_key);
+    if (auto piece = config_token(f.jc, f.cfg, cfg_key)) return t.id(*piece, cfg_key, f.jc);
+    const json& mc = f.model_cfg;
+    if (model_key && mc.is_object() && mc.contains(model_key) && !mc[model_key].is_null()) {
+      const json& idj =
+          mc[model_key].is_array() && !mc[model_key].empty() ? mc[model_key][0] : mc[model_key];
+      const int64_t id = f.jm.id(idj, model_key);
       if (id >= int64_t(n))
-        jm.fail(std::string(model_key) + " " + std::to_string(id) + " is outside the " +
-                std::to_string(n) + "-token vocabulary");
+        f.jm.fail(std::string(model_key) + " " + std::to_string(id) + " is outside the " +
+                  std::to_string(n) + "-token vocabulary");
       return int32_t(id);
     }
-    auto it = id_of.find(default_piece);
-    return it == id_of.end() ? -1 : it->second;
+    auto it = t.id_of.find(default_piece);
+    return it == t.id_of.end() ? -1 : it->second;
   };
-  const bool spm = v.kind == VocabKind::Spm;
+  const bool wpm = v.kind == VocabKind::Wpm, spm = v.kind == VocabKind::Spm;
   v.bos_id = special(wpm ? "cls_token" : "bos_token", wpm ? nullptr : "bos_token_id",
                      wpm   ? "[CLS]"
                      : spm ? "<s>"
@@ -520,24 +539,51 @@ HfTokenizer load_hf_tokenizer(const std::string& dir, int64_t vocab_size) {
                      : spm ? "</s>"
                            : "");
   v.pad_id = special("pad_token", "pad_token_id", wpm ? "[PAD]" : "");
+}
 
-  // add_bos / add_eos: tokenizer_config.json, else the post_processor template, else per kind.
+// add_bos / add_eos: tokenizer_config.json, else the post_processor template, else per kind.
+void bos_eos_policy(const HfFiles& f, Vocab& v) {
   std::optional<std::string> first, last;
   bool bert_style = false;
-  template_specials(j, root.value("post_processor", json()), "post_processor", first, last,
+  template_specials(f.j, f.root.value("post_processor", json()), "post_processor", first, last,
                     bert_style);
   auto is_piece = [&](const std::optional<std::string>& p, int32_t id) {
     return p && id >= 0 && !p->empty() && *p == v.pieces[size_t(id)];
   };
+  const bool wpm = v.kind == VocabKind::Wpm;
   bool add_bos = v.kind != VocabKind::Bpe, add_eos = wpm;
   if (bert_style) add_bos = add_eos = true;
   if (first) add_bos = is_piece(first, v.bos_id);
   if (last) add_eos = is_piece(last, v.eos_id);
-  v.add_bos = jc.boolean_or(cfg, "add_bos_token", add_bos, "");
-  v.add_eos = jc.boolean_or(cfg, "add_eos_token", add_eos, "");
+  v.add_bos = f.jc.boolean_or(f.cfg, "add_bos_token", add_bos, "");
+  v.add_eos = f.jc.boolean_or(f.cfg, "add_eos_token", add_eos, "");
   if (v.add_bos && v.bos_id < 0) v.add_bos = false;
+}
 
-  out.chat_template = chat_template_of(jc, cfg, dir);
+}  // namespace
+
+HfTokenizer load_hf_tokenizer(const std::string& dir, int64_t vocab_size) {
+  const HfFiles f = read_hf_files(dir);
+  const json& model = f.j.object(f.root, "model", "");
+  const std::string type = f.j.string(model, "type", "model.");
+  const json& vocab_json = f.j.object(model, "vocab", "model.");
+  Normalizer norm;
+  normalizer_steps(f.j, f.root.value("normalizer", json()), "normalizer", norm);
+  std::vector<std::string> steps;
+  pre_steps(f.j, f.root.value("pre_tokenizer", json()), "pre_tokenizer", steps);
+
+  HfTokenizer out;
+  Vocab& v = out.vocab;
+  v.kind = vocab_kind(f.j, model, type, norm, steps);
+  PieceTable pieces = read_pieces(f.j, f.root, vocab_json, vocab_size);
+  assign_types(f.j, model, pieces, v);
+  read_merges(f.j, model, pieces, v);
+  pre_tokenizer_form(f.j, model, norm, steps, pieces, v);
+  v.add_space_prefix = dummy_prefix(f, norm, steps, v.kind);
+  special_ids(f, pieces, v);
+  v.pieces = std::move(pieces.pieces);
+  bos_eos_policy(f, v);
+  out.chat_template = chat_template_of(f.jc, f.cfg, dir);
   return out;
 }
 
