@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/model_bench.h"
 #include "cli/commands.h"
 #include "cli/kv_options.h"
 #include "kernels/isa.h"
 #include "model/kv_cache.h"
+#include "model_bench/model_bench.h"
 
 namespace shrike::cli {
 namespace {
@@ -31,14 +31,14 @@ int run_bench(BenchArgs a) {
   resolve_kv_cache_options(a.kv_args, a.kv);
   auto m = model::load_model(a.model);
   ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
-  bench::ModelBenchOptions opt;
+  model_bench::ModelBenchOptions opt;
   opt.prompt_lengths = a.prompts;
   opt.decode_tokens = a.n;
   opt.repeats = a.repeats;
   opt.roofline = a.roofline;
   opt.decode_batches = a.batches;
   opt.kv = a.kv;
-  const auto r = bench::run_model_bench(*m, pool, opt);
+  const auto r = model_bench::run_model_bench(*m, pool, opt);
 
   if (a.json) {
     nlohmann::json j;

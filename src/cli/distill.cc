@@ -6,7 +6,7 @@
 #include "cli/commands.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
-#include "data/metrics.h"
+#include "data/task_scores.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/task_eval.h"

@@ -18,7 +18,7 @@
 #include "core/file_buffer.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
-#include "data/metrics.h"
+#include "data/task_scores.h"
 #include "model/kv_cache.h"
 #include "model/model.h"
 #include "quant/kl_eval.h"

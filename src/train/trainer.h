@@ -10,7 +10,7 @@
 
 #include "core/thread_pool.h"
 #include "data/example.h"
-#include "data/metrics.h"
+#include "data/task_scores.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/optimizer.h"

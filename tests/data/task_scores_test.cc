@@ -1,4 +1,4 @@
-#include "data/metrics.h"
+#include "data/task_scores.h"
 
 #include <gtest/gtest.h>
 

@@ -1,12 +1,12 @@
-#include "bench/model_bench.h"
+#include "model_bench/model_bench.h"
 
 #include <algorithm>
 #include <chrono>
 #include <random>
 
-#include "bench/roofline.h"
+#include "model_bench/roofline.h"
 
-namespace shrike::bench {
+namespace shrike::model_bench {
 namespace {
 
 // Large enough to defeat every cache level, small enough to probe before each decode round.
@@ -110,4 +110,4 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   return out;
 }
 
-}  // namespace shrike::bench
+}  // namespace shrike::model_bench

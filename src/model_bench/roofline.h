@@ -6,11 +6,11 @@
 
 #include "core/thread_pool.h"
 
-namespace shrike::bench {
+namespace shrike::model_bench {
 
 struct BandwidthResult {
-  double gb_per_s = 0;   // median over repeats, 1 GB = 1e9 bytes
-  size_t bytes = 0;      // buffer size streamed per repeat
+  double gb_per_s = 0;  // median over repeats, 1 GB = 1e9 bytes
+  size_t bytes = 0;     // buffer size streamed per repeat
   int repeats = 0;
 };
 
@@ -19,4 +19,4 @@ struct BandwidthResult {
 BandwidthResult measure_read_bandwidth(ThreadPool& pool, size_t bytes = size_t(1) << 30,
                                        int repeats = 7);
 
-}  // namespace shrike::bench
+}  // namespace shrike::model_bench

@@ -1,7 +1,8 @@
-// Helpers for the Hugging Face tests: a scratch folder, and writers that turn a GGUF (a synth model
-// or a reference vocabulary) into the files a Hugging Face folder holds: config.json, safetensors
-// (q/k rows back in Hugging Face's half-split rotary order), tokenizer.json and
-// tokenizer_config.json, the way transformers and tokenizers write them.
+// Helpers for the Hugging Face tests (tests/model, tests/tokenizer, tests/safetensors): a scratch
+// folder, and writers that turn a GGUF (a synth model or a reference vocabulary) into the files a
+// Hugging Face folder holds: config.json, safetensors (q/k rows back in Hugging Face's half-split
+// rotary order), tokenizer.json and tokenizer_config.json, the way transformers and tokenizers
+// write them.
 #pragma once
 
 #include <gtest/gtest.h>

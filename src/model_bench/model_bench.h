@@ -10,7 +10,7 @@
 #include "model/kv_cache.h"
 #include "model/model.h"
 
-namespace shrike::bench {
+namespace shrike::model_bench {
 
 struct ModelBenchOptions {
   std::vector<int64_t> prompt_lengths{128, 512};
@@ -50,4 +50,4 @@ struct ModelBenchResult {
 ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
                                  const ModelBenchOptions& opt);
 
-}  // namespace shrike::bench
+}  // namespace shrike::model_bench

@@ -1,4 +1,4 @@
-#include "bench/roofline.h"
+#include "model_bench/roofline.h"
 
 #include <immintrin.h>
 
@@ -10,7 +10,7 @@
 #include "core/cpu_features.h"
 #include "core/file_buffer.h"
 
-namespace shrike::bench {
+namespace shrike::model_bench {
 namespace {
 
 // Sums 64-bit lanes with AVX2 loads, four independent accumulators so the loop is bound by
@@ -68,4 +68,4 @@ BandwidthResult measure_read_bandwidth(ThreadPool& pool, size_t bytes, int repea
   return {rates[rates.size() / 2], bytes, repeats};
 }
 
-}  // namespace shrike::bench
+}  // namespace shrike::model_bench
