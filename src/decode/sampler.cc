@@ -115,11 +115,11 @@ size_t Sampler::locate(size_t end, double target, double* mass) {
   return hi - 1;
 }
 
-// Temperature, top-k, softmax, top-p, min-p and the draw, in that order, with the float and
-// double operations of the first version (weights exp(x - max) in float, sums and the uniform
-// draw in double), so a seed draws the same tokens (see locate for the one caveat).
-int32_t Sampler::pick(const float* logits, int64_t n_vocab) {
-  if (params_.temperature <= 0.0f || params_.top_k == 1) return argmax(logits, n_vocab);
+// Temperature, top-k, softmax, top-p, min-p (the draw is pick's), in that order, with the float
+// and double operations of the first version (weights exp(x - max) in float, sums and the
+// uniform draw in double), so a seed draws the same tokens (see locate for the one caveat).
+int32_t Sampler::prepare(const float* logits, int64_t n_vocab, size_t* keep_out, double* sum_out) {
+  if (greedy()) return argmax(logits, n_vocab);
 
   candidates_.clear();
   candidates_.reserve(size_t(n_vocab));
@@ -167,7 +167,15 @@ int32_t Sampler::pick(const float* logits, int64_t n_vocab) {
       for (size_t i = 0; i < keep; ++i) sum += candidates_[i].weight;
     }
   }
+  *keep_out = keep;
+  *sum_out = sum;
+  return -1;
+}
 
+int32_t Sampler::pick(const float* logits, int64_t n_vocab) {
+  size_t keep = 0;
+  double sum = 0;
+  if (const int32_t certain = prepare(logits, n_vocab, &keep, &sum); certain >= 0) return certain;
   std::uniform_real_distribution<double> uniform(0.0, sum);
   double drawn_mass;
   return candidates_[locate(keep, uniform(rng_), &drawn_mass)].token;
@@ -236,6 +244,24 @@ SampleResult Sampler::sample(float* logits, int64_t n_vocab, std::span<const int
 int32_t Sampler::sample(float* logits, int64_t n_vocab) {
   check_vocab(logits, n_vocab);
   return pick(logits, n_vocab);
+}
+
+void Sampler::probabilities(float* logits, int64_t n_vocab, std::span<const int32_t> prompt,
+                            std::span<const int32_t> output, std::vector<TokenProb>* out) {
+  check_vocab(logits, n_vocab);
+  apply_penalties(logits, n_vocab, prompt, output);
+  size_t keep = 0;
+  double sum = 0;
+  const int32_t certain = prepare(logits, n_vocab, &keep, &sum);
+  for (const auto& [t, raw] : saved_) logits[t] = raw;
+  out->clear();
+  if (certain >= 0) {
+    out->push_back({certain, 1.0});
+    return;
+  }
+  for (size_t i = 0; i < keep; ++i)
+    if (candidates_[i].weight > 0)
+      out->push_back({candidates_[i].token, double(candidates_[i].weight) / sum});
 }
 
 }  // namespace shrike::decode

@@ -39,6 +39,12 @@ struct TopLogprob {
   float logprob = 0;
 };
 
+// One entry of a processed distribution: a token and its probability.
+struct TokenProb {
+  int32_t token = 0;
+  double prob = 0;
+};
+
 struct SampleResult {
   int32_t token = 0;
   float logprob = 0;            // when params.logprobs
@@ -61,6 +67,19 @@ class Sampler {
   // Without penalties or logprobs (the CLI's generate loop).
   int32_t sample(float* logits, int64_t n_vocab);
 
+  // The distribution sample() draws from for these logits, after the penalties, temperature,
+  // top-k, top-p and min-p: the tokens of non-zero probability (in no particular order) with
+  // probabilities summing to 1. Greedy (temperature 0 or top_k 1) gives the argmax alone. For
+  // speculative sampling, which must preserve exactly this distribution. Logits are restored,
+  // and the generator is not used. Throws as sample() does.
+  void probabilities(float* logits, int64_t n_vocab, std::span<const int32_t> prompt,
+                     std::span<const int32_t> output, std::vector<TokenProb>* out);
+  // Greedy: every draw is the argmax of the penalised logits.
+  bool greedy() const { return params_.temperature <= 0.0f || params_.top_k == 1; }
+  // The request's generator, so that the accept/reject draws of speculative sampling come from
+  // the same seeded stream as its tokens.
+  std::mt19937_64& generator() { return rng_; }
+
  private:
   struct Candidate {
     float logit;  // divided by the temperature
@@ -68,6 +87,9 @@ class Sampler {
     float weight;  // exp(logit - max logit): the unnormalised probability
   };
   int32_t pick(const float* logits, int64_t n_vocab);
+  // The kept candidates: returns a token when the draw is certain (greedy, or no finite logit),
+  // else -1 with candidates_[0, *keep) holding the kept tokens and *sum their weight.
+  int32_t prepare(const float* logits, int64_t n_vocab, size_t* keep, double* sum);
   size_t locate(size_t end, double target, double* mass);
   void apply_penalties(float* logits, int64_t n_vocab, std::span<const int32_t> prompt,
                        std::span<const int32_t> output);
