@@ -20,6 +20,8 @@ struct BenchArgs {
   std::string model;
   std::vector<int64_t> prompts{128, 512};
   std::vector<int64_t> batches;
+  std::vector<int64_t> verify;
+  int64_t verify_context = 128;
   int64_t n = 64;
   int threads = 0, repeats = 3;
   bool roofline = false, json = false;
@@ -38,6 +40,8 @@ int run_bench(BenchArgs a) {
   opt.roofline = a.roofline;
   opt.decode_batches = a.batches;
   opt.kv = a.kv;
+  opt.verify_tokens = a.verify;
+  opt.verify_context = a.verify_context;
   const auto r = model_bench::run_model_bench(*m, pool, opt);
 
   if (a.json) {
@@ -59,6 +63,11 @@ int run_bench(BenchArgs a) {
     j["kv_bytes_per_token"] = r.kv_bytes_per_token;
     for (const auto& b : r.batched)
       j["batched_decode"].push_back({{"batch", b.batch}, {"tok_s", b.tok_per_s}});
+    for (const auto& v : r.verify)
+      j["verify_steps"].push_back({{"tokens", v.tokens},
+                                   {"context", a.verify_context},
+                                   {"ms", v.seconds * 1e3},
+                                   {"ratio", v.ratio}});
     // Without --roofline the bandwidth is not measured: null rather than a made-up number.
     j["bandwidth_gb_s"] = a.roofline ? nlohmann::json(r.bandwidth_gb_per_s) : nlohmann::json();
     j["roofline_fraction"] = a.roofline ? nlohmann::json(r.roofline_fraction) : nlohmann::json();
@@ -77,6 +86,9 @@ int run_bench(BenchArgs a) {
   for (const auto& b : r.batched)
     std::printf("decode  batch %3lld: %9.1f tok/s (all sequences together)\n", (long long)b.batch,
                 b.tok_per_s);
+  for (const auto& v : r.verify)
+    std::printf("verify  %3lld tokens after %lld: %8.3f ms  (%.2fx a one-token step)\n",
+                (long long)v.tokens, (long long)a.verify_context, v.seconds * 1e3, v.ratio);
   if (a.roofline)
     std::printf("roofline: measured read bandwidth %.1f GB/s; decode reaches %.0f%% of it\n",
                 r.bandwidth_gb_per_s, 100 * r.roofline_fraction);
@@ -98,6 +110,13 @@ Runner add_bench(CLI::App& app) {
   app.add_option("-b,--batch", a->batches,
                  "also decode B sequences together (comma-separated sizes): aggregate tokens/s")
       ->delimiter(',');
+  app.add_option("-v,--spec-verify", a->verify,
+                 "speculative verification cost: one step over N tokens of one sequence "
+                 "(comma-separated N) against a one-token step, after --spec-context positions")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  app.add_option("--spec-context", a->verify_context, "positions before the verify steps (128)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--roofline", a->roofline,
                "also measure read bandwidth and decode's fraction of it");
   app.add_flag("--json", a->json, "print one JSON object");

@@ -29,6 +29,37 @@ std::vector<int32_t> random_tokens(int64_t n, int64_t vocab, uint64_t seed) {
   return t;
 }
 
+// Each step rewrites positions [context, context + N) of the same cache, as a verification
+// whose drafts were rejected is rolled back and overwritten. A one-token step is always measured,
+// as the baseline of the ratios.
+std::vector<VerifyStepResult> verify_steps(const model::Model& m, ThreadPool& pool,
+                                           const ModelBenchOptions& opt) {
+  const auto& c = m.config();
+  std::vector<int64_t> sizes{1};
+  for (int64_t n : opt.verify_tokens)
+    if (n > 1 && std::find(sizes.begin(), sizes.end(), n) == sizes.end()) sizes.push_back(n);
+  const int64_t longest = *std::max_element(sizes.begin(), sizes.end());
+  const int64_t context = std::clamp<int64_t>(opt.verify_context, 1, c.context_length - longest);
+  const auto tokens = random_tokens(context + longest, c.vocab_size, 11);
+  model::ContiguousKvCache kv(c, context + longest, opt.kv);
+  std::vector<float> logits(size_t(longest * c.vocab_size));
+  m.forward(tokens.data(), context, 0, kv, 0, logits.data(), pool);
+  std::vector<std::vector<double>> times(sizes.size());
+  for (int r = 0; r < opt.repeats + 1; ++r)
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      m.forward(&tokens[size_t(context)], sizes[i], context, kv, sizes[i], logits.data(), pool);
+      if (r > 0) times[i].push_back(seconds_since(t0));  // the first round warms up
+    }
+  std::vector<VerifyStepResult> out;
+  const double one = median(times[0]);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const double t = median(times[i]);
+    out.push_back({sizes[i], t, t / one});
+  }
+  return out;
+}
+
 }  // namespace
 
 ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
@@ -101,6 +132,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
     }
     out.batched.push_back({b, median(batch_rates)});
   }
+  if (!opt.verify_tokens.empty()) out.verify = verify_steps(m, pool, opt);
   if (opt.roofline) {
     if (bandwidths.empty())
       bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);

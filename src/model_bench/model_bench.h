@@ -20,6 +20,12 @@ struct ModelBenchOptions {
   // Batched decode: for each size B, B sequences decode together (one token each per step, one
   // forward_batch call), as a serving engine's decode steps do. Aggregate tokens/s.
   std::vector<int64_t> decode_batches;
+  // Speculative verification cost: for each N, one forward step over N tokens of one sequence
+  // (all N logit rows wanted, as verifying N - 1 drafts needs) after a prompt of
+  // verify_context positions, against a one-token step at the same context. The sizes are
+  // interleaved within each repeat, so that all medians come from the same minutes.
+  std::vector<int64_t> verify_tokens;
+  int64_t verify_context = 128;
   // The KV caches of every run (f32 by default).
   model::KvCacheOptions kv;
 };
@@ -27,6 +33,12 @@ struct ModelBenchOptions {
 struct BatchDecodeResult {
   int64_t batch = 0;
   double tok_per_s = 0;  // all sequences together, median over repeats
+};
+
+struct VerifyStepResult {
+  int64_t tokens = 0;
+  double seconds = 0;  // median over repeats
+  double ratio = 0;    // to the median one-token step at the same context
 };
 
 struct PrefillResult {
@@ -45,6 +57,7 @@ struct ModelBenchResult {
       0;  // the decode run's cache after its last token (f16 copies included)
   int threads = 0;
   std::vector<BatchDecodeResult> batched;
+  std::vector<VerifyStepResult> verify;
 };
 
 ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
