@@ -1,4 +1,6 @@
-// `shrike distill --teacher T --student S --data F -o OUT`: trains the (pruned) student on
+// `shrike distill --teacher T (--student S | --student-preset P) --data F -o OUT`: trains the
+// student (pruned from the teacher, or fresh at a preset's shape with the teacher's tokenizer,
+// e.g. a speculative-decoding draft) on
 // alpha * KL(teacher || student at temperature) + (1 - alpha) * cross-entropy on the labels,
 // optionally on teacher-labelled extra utterances, then optionally fine-tunes on the labels.
 #include <cstdio>
@@ -9,6 +11,7 @@
 #include "data/task_scores.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
+#include "train/presets.h"
 #include "train/task_eval.h"
 #include "train/trainer.h"
 
@@ -16,7 +19,7 @@ namespace shrike::cli {
 namespace {
 
 struct DistillArgs {
-  std::string teacher, student, data, dev, unlabeled, out;
+  std::string teacher, student, student_preset, data, dev, unlabeled, out;
   train::TrainOptions opt;
   int64_t finetune_epochs = 0;
   double finetune_lr = 2e-4;
@@ -29,7 +32,22 @@ void report(const char* stage, const train::EpochReport& r) {
 
 int run_distill(DistillArgs a) {
   train::TrainableFile teacher = train::load_trainable(a.teacher);
-  train::TrainableFile student = train::load_trainable(a.student);
+  train::TrainableFile student;
+  if (!a.student_preset.empty()) {
+    const model::ModelConfig c = train::student_config(a.student_preset, teacher.model->config());
+    student.model = std::make_unique<train::Transformer<float>>(c);
+    student.model->init_random(a.opt.seed);
+    student.vocab = teacher.vocab;
+    std::fprintf(
+        stderr,
+        "distill: fresh %s student: dim %lld, %lld layers, %lld heads (%lld kv), ffn %lld; "
+        "%.2fM parameters outside the embeddings (teacher %.2fM)\n",
+        a.student_preset.c_str(), (long long)c.dim, (long long)c.n_layers, (long long)c.n_heads,
+        (long long)c.n_kv_heads, (long long)c.ffn_dim, double(train::body_param_count(c)) / 1e6,
+        double(train::body_param_count(teacher.model->config())) / 1e6);
+  } else {
+    student = train::load_trainable(a.student);
+  }
   if (teacher.vocab.pieces != student.vocab.pieces)
     throw std::invalid_argument("distill: teacher and student have different tokenizers");
   const tokenizer::Tokenizer tok(student.vocab);
@@ -81,8 +99,16 @@ Runner add_distill(CLI::App& app) {
   auto a = std::make_shared<DistillArgs>();
   a->opt.lr = 5e-4;
   app.add_option("--teacher", a->teacher, "teacher model GGUF")->required();
-  app.add_option("--student", a->student, "student model GGUF (e.g. pruned from the teacher)")
-      ->required();
+  auto* student =
+      app.add_option("--student", a->student, "student model GGUF (e.g. pruned from the teacher)");
+  auto* preset = app.add_option("--student-preset", a->student_preset,
+                                "or a fresh student of this shape with the teacher's tokenizer "
+                                "(draft: a speculative-decoding draft)")
+                     ->check(CLI::IsMember({"tiny", "small", "base", "draft"}));
+  student->excludes(preset);
+  auto* group = app.add_option_group("student");
+  group->add_options(student, preset);
+  group->require_option(1);
   app.add_option("--data", a->data, "labelled examples (JSONL)")->required();
   app.add_option("--dev", a->dev, "dev examples (JSONL): accuracy after each epoch");
   app.add_option("--unlabeled", a->unlabeled, "extra utterances (JSONL) labelled by the teacher");
@@ -99,7 +125,7 @@ Runner add_distill(CLI::App& app) {
       ->check(CLI::Range(16, 1 << 20));
   app.add_option("--dev-limit", a->opt.dev_limit, "dev examples decoded per epoch")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--seed", a->opt.seed, "shuffling seed");
+  app.add_option("--seed", a->opt.seed, "shuffling (and a fresh student's initialisation) seed");
   app.add_option("-t,--threads", a->threads, "threads (default: all cores)");
   app.add_flag("!--no-progress", a->opt.progress, "no progress line");
   app.add_option("-o,--output", a->out, "distilled model GGUF")->required();

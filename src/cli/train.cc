@@ -90,8 +90,9 @@ Runner add_train(CLI::App& app) {
   auto a = std::make_shared<TrainArgs>();
   app.add_option("--data", a->data, "training examples (JSONL)")->required();
   app.add_option("--dev", a->dev, "dev examples (JSONL): accuracy after each epoch");
-  app.add_option("--preset", a->preset, "model size")
-      ->check(CLI::IsMember({"tiny", "small", "base"}));
+  app.add_option("--preset", a->preset,
+                 "model size (draft: a speculative-decoding draft; pass the target's --tokenizer)")
+      ->check(CLI::IsMember({"tiny", "small", "base", "draft"}));
   app.add_option("--dim", a->dim, "override the preset's width")->check(CLI::Range(8, 1 << 16));
   app.add_option("--layers", a->layers, "override the preset's layer count")
       ->check(CLI::Range(1, 256));

@@ -14,11 +14,24 @@ model::ModelConfig preset_config(const std::string& preset, int64_t vocab_size) 
     c.dim = 128, c.n_layers = 4, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 384;
   } else if (preset == "base") {
     c.dim = 256, c.n_layers = 4, c.n_heads = 8, c.n_kv_heads = 4, c.ffn_dim = 768;
+  } else if (preset == "draft") {
+    c.dim = 128, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.ffn_dim = 384;
   } else {
-    throw std::invalid_argument("unknown preset '" + preset + "' (tiny, small, base)");
+    throw std::invalid_argument("unknown preset '" + preset + "' (tiny, small, base, draft)");
   }
   c.head_dim = c.dim / c.n_heads;
   c.rope_dims = c.head_dim;
+  c.validate();
+  return c;
+}
+
+model::ModelConfig student_config(const std::string& preset, const model::ModelConfig& teacher) {
+  const model::ModelConfig shape = preset_config(preset, teacher.vocab_size);
+  model::ModelConfig c = teacher;
+  c.dim = shape.dim, c.n_layers = shape.n_layers, c.n_heads = shape.n_heads;
+  c.n_kv_heads = shape.n_kv_heads, c.head_dim = shape.head_dim, c.ffn_dim = shape.ffn_dim;
+  c.rope_dims = shape.rope_dims;
+  c.rope_freq_factors.clear();  // per rotated dimension of the teacher's heads
   c.validate();
   return c;
 }

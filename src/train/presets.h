@@ -10,8 +10,16 @@ namespace shrike::train {
 
 // "tiny" (tests: seconds), "small", "base" (the intent teacher: dim 256, 4 layers, 8 heads
 // sharing 4 KV heads, FFN 768: 3.15M parameters outside the embeddings, ~5M with a 3.7k
-// vocabulary). Throws std::invalid_argument for another name.
+// vocabulary), "draft" (a speculative-decoding draft for base: dim 128, 2 layers, 4 heads
+// sharing 2 KV heads, FFN 384: 0.39M outside the embeddings, 8x fewer than base; with base's
+// 3.7k vocabulary the output matrix included, ~4.7x fewer multiply-adds per token). Throws
+// std::invalid_argument for another name.
 model::ModelConfig preset_config(const std::string& preset, int64_t vocab_size);
+
+// A fresh student for distillation: the preset's shape, everything else (vocabulary, context,
+// special tokens, RoPE base, norm epsilon, tied output) the teacher's, so that the two share a
+// tokenizer and positions as a draft model and its target must.
+model::ModelConfig student_config(const std::string& preset, const model::ModelConfig& teacher);
 
 // OUT.gguf -> OUT.ckpt.gguf: the model file stays a standard GGUF; the checkpoint beside it holds
 // the optimizer state too.

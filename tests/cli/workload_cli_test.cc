@@ -76,6 +76,21 @@ TEST_F(WorkloadCli, GenTrainEvalPruneDistillGenerate) {
      " --epochs 1 --finetune-epochs 1 --dev-limit 0 --no-progress -o " + path("d.gguf"));
   const CommandResult gen = ok("generate -m " + path("d.gguf") + " -p 'intent+slots: hi' -n 4");
   EXPECT_FALSE(gen.out.empty());
+
+  // A speculative-decoding draft distilled from scratch: a fresh student of the draft preset
+  // with the teacher's tokenizer.
+  const CommandResult draft =
+      ok("distill --teacher " + path("m.gguf") + " --student-preset draft --data " +
+         path("data/train.jsonl") + " --epochs 1 --dev-limit 0 --no-progress -o " +
+         path("draft.gguf"));
+  EXPECT_NE(draft.err.find("fresh draft student: dim 128, 2 layers"), std::string::npos)
+      << draft.err;
+  ok("generate -m " + path("draft.gguf") + " -p 'intent+slots: hi' -n 4");
+  EXPECT_NE(run_shrike("distill --teacher " + path("m.gguf") + " --student " + path("p.gguf") +
+                       " --student-preset draft --data " + path("data/train.jsonl") + " -o " +
+                       path("x.gguf"))
+                .exit_code,
+            0);
 }
 
 TEST_F(WorkloadCli, BadInputsGiveClearErrors) {

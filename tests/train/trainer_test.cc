@@ -215,6 +215,57 @@ TEST(Trainer, DistillationPullsTheStudentTowardsTheTeacher) {
   EXPECT_LT(after, 0.25 * before) << "before " << before << " after " << after;
 }
 
+// Multiply-adds per token of a model's matrices (embedding lookup excluded, output included).
+int64_t macs_per_token(const model::ModelConfig& c) {
+  return body_param_count(c) + c.dim * c.vocab_size;
+}
+
+TEST(Trainer, DraftPresetIsSeveralTimesCheaperThanBase) {
+  for (int64_t vocab : {400, 3700}) {
+    const model::ModelConfig draft = preset_config("draft", vocab),
+                             base = preset_config("base", vocab);
+    EXPECT_LE(draft.n_layers, 2);
+    EXPECT_GE(body_param_count(base), 7 * body_param_count(draft));  // 7.99x
+    EXPECT_GE(macs_per_token(base), 4 * macs_per_token(draft)) << vocab;
+  }
+}
+
+TEST(Trainer, FreshDraftStudentDistillsFromTheTeacher) {
+  const Fixture& f = fixture();
+  const tokenizer::Tokenizer tok(f.vocab);
+  ThreadPool pool(2);
+  auto teacher = fresh_model();
+  teacher->init_random(6);
+  OptimizerState ts;
+  train_task(*teacher, tok, f.examples, {}, quiet(6), ts, pool);
+  model::ModelConfig tc = teacher->config();
+  const model::ModelConfig dc = student_config("draft", tc);
+  EXPECT_EQ(dc.vocab_size, tc.vocab_size);
+  EXPECT_EQ(dc.context_length, tc.context_length);
+  EXPECT_EQ(dc.bos_id, tc.bos_id);
+  EXPECT_EQ(dc.eos_id, tc.eos_id);
+  EXPECT_EQ(dc.n_layers, preset_config("draft", tc.vocab_size).n_layers);
+  EXPECT_EQ(dc.dim, preset_config("draft", tc.vocab_size).dim);
+
+  auto student = std::make_unique<Transformer<float>>(dc);
+  student->init_random(7);
+  TokenBatch all;
+  for (const auto& ex : f.examples) {
+    const TaskSequence s = encode_task(tok, ex);
+    all.add(s.tokens, s.targets);
+  }
+  const double before = mean_kl(*teacher, *student, all, pool);
+  TrainOptions d = quiet(3);
+  d.teacher = teacher.get();
+  d.alpha = 1.0;
+  OptimizerState ss;
+  train_task(*student, tok, f.examples, {}, d, ss, pool);
+  EXPECT_GT(ss.step, 0);
+  const double after = mean_kl(*teacher, *student, all, pool);
+  EXPECT_LT(after, 0.5 * before) << "before " << before << " after " << after;
+  EXPECT_THROW(student_config("huge", tc), std::invalid_argument);
+}
+
 TEST(Trainer, BadInputsAreRefused) {
   const Fixture& f = fixture();
   const tokenizer::Tokenizer tok(f.vocab);
