@@ -102,6 +102,18 @@ TEST(Cli, SynthWritesAModelThatBenchMeasures) {
   }
   EXPECT_EQ(j["prefill"].size(), 2u);
   EXPECT_EQ(j["weight_type"], "q4_0");
+  EXPECT_FALSE(j.contains("verify_steps")) << "only with -v";
+  // Speculative verification cost: the one-token baseline comes first, then each size once.
+  r = shrike("bench -m " + path + " -p 4 -n 0 -r 2 --threads 1 -v 3,2,3 --spec-context 20 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto v = nlohmann::json::parse(r.out)["verify_steps"];
+  ASSERT_EQ(v.size(), 3u) << v;
+  EXPECT_EQ(v[0]["tokens"], 1);
+  EXPECT_DOUBLE_EQ(v[0]["ratio"].get<double>(), 1.0);
+  EXPECT_EQ(v[1]["tokens"], 3);
+  EXPECT_EQ(v[2]["tokens"], 2);
+  EXPECT_EQ(v[2]["context"], 20);
+  for (const auto& step : v) EXPECT_GT(step["ms"].get<double>(), 0) << step;
   r = shrike("generate -m " + path +
              " -p 'ab abc' -n 5 --temp 0.8 --top-k 40 --top-p 0.9 --seed 3");
   EXPECT_EQ(r.exit_code, 0) << r.err;
