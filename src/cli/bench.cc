@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "cli/kv_options.h"
 #include "kernels/isa.h"
-#include "model/kv_cache.h"
+#include "kv/contiguous_kv.h"
 #include "model_bench/model_bench.h"
 
 namespace shrike::cli {
@@ -26,7 +26,7 @@ struct BenchArgs {
   int threads = 0, repeats = 3;
   bool roofline = false, json = false;
   KvCacheArgs kv_args{"f32", {}};
-  model::KvCacheOptions kv;
+  kv::KvCacheOptions kv;
 };
 
 int run_bench(BenchArgs a) {

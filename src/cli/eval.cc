@@ -19,7 +19,7 @@
 #include "core/thread_pool.h"
 #include "data/example.h"
 #include "data/task_scores.h"
-#include "model/kv_cache.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "quant/kl_eval.h"
 #include "train/task_eval.h"
@@ -35,7 +35,7 @@ struct EvalArgs {
   int confusions = 10;
   // The KV cache MODEL runs with (REF always runs f32).
   KvCacheArgs kv_args{"f32", {}};
-  model::KvCacheOptions kv;
+  kv::KvCacheOptions kv;
   int64_t kv_chunk = -1;  // -1: 1 for int8-mixed, else 0
 };
 
@@ -121,7 +121,7 @@ int run_eval(EvalArgs a) {
   json["model"] = a.model;
   if (ref) json["ref"] = a.ref;
   quant::EvalOptions opt;
-  if (a.kv.type != model::KvType::F32) opt.make_cache = quant::kv_cache_factory(a.kv);
+  if (a.kv.type != kv::KvType::F32) opt.make_cache = quant::kv_cache_factory(a.kv);
   opt.scored_chunk = a.kv_chunk >= 0 ? a.kv_chunk : a.kv.mixed() ? 1 : 0;
   if (opt.make_cache || opt.scored_chunk > 0) {
     const std::string calls =

@@ -11,7 +11,7 @@
 #include "cli/model_files.h"
 #include "core/thread_pool.h"
 #include "decode/sampler.h"
-#include "model/kv_cache.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "tokenizer/stream.h"
 
@@ -25,7 +25,7 @@ struct GenerateArgs {
   int threads = 0;
   bool ids = false;
   KvCacheArgs kv_args{"f32", {}};
-  model::KvCacheOptions kv;
+  kv::KvCacheOptions kv;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -46,7 +46,7 @@ int run_generate(GenerateArgs a) {
     throw std::invalid_argument("prompt of " + std::to_string(tokens.size()) +
                                 " tokens leaves no room in the context of " +
                                 std::to_string(c.context_length));
-  model::ContiguousKvCache kv(c, capacity, a.kv);
+  kv::ContiguousKvCache kv(c.kv_dims(), capacity, a.kv);
   std::vector<float> logits(size_t(c.vocab_size));
   decode::Sampler sampler(a.sampling);
 
@@ -92,7 +92,7 @@ int run_generate(GenerateArgs a) {
                "prefill: %lld tokens, %.1f tok/s | decode: %lld tokens, %.1f tok/s | %d threads\n",
                (long long)n_prompt, double(n_prompt) / prefill_s, (long long)generated,
                generated > 0 ? double(generated) / decode_s : 0.0, pool.size());
-  if (a.kv.type != model::KvType::F32)
+  if (a.kv.type != kv::KvType::F32)
     std::fprintf(stderr, "kv cache: %s, %.1f bytes per position over %lld positions\n",
                  a.kv.describe().c_str(), kv.bytes_per_token(), (long long)kv.n_positions());
   return 0;

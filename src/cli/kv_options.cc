@@ -4,7 +4,7 @@
 
 namespace shrike::cli {
 
-void add_kv_cache_options(CLI::App& app, KvCacheArgs& args, model::KvCacheOptions& options,
+void add_kv_cache_options(CLI::App& app, KvCacheArgs& args, kv::KvCacheOptions& options,
                           const std::string& type_help) {
   app.add_option("--kv-type", args.type, type_help)
       ->check(CLI::IsMember({"f16", "f32", "int8", "int8-mixed"}))
@@ -27,8 +27,8 @@ void add_kv_cache_options(CLI::App& app, KvCacheArgs& args, model::KvCacheOption
       ->delimiter(',');
 }
 
-void resolve_kv_cache_options(const KvCacheArgs& args, model::KvCacheOptions& options) {
-  options.type = *model::kv_type_from_name(args.type);  // CLI11 checked the name
+void resolve_kv_cache_options(const KvCacheArgs& args, kv::KvCacheOptions& options) {
+  options.type = *kv::kv_type_from_name(args.type);  // CLI11 checked the name
   for (const CLI::Option* o : args.mixed_only)
     if (o->count() > 0 && !options.mixed())
       throw std::invalid_argument(o->get_name() + " applies to --kv-type int8-mixed");

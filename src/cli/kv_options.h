@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model/kv_cache.h"
+#include "kv/contiguous_kv.h"
 
 namespace shrike::cli {
 
@@ -16,11 +16,11 @@ struct KvCacheArgs {
 };
 
 // Registers the options on app, bound to args and options; type_help describes --kv-type.
-void add_kv_cache_options(CLI::App& app, KvCacheArgs& args, model::KvCacheOptions& options,
+void add_kv_cache_options(CLI::App& app, KvCacheArgs& args, kv::KvCacheOptions& options,
                           const std::string& type_help);
 
 // Sets options.type from args.type; throws std::invalid_argument when an int8-mixed knob was given
 // with another type.
-void resolve_kv_cache_options(const KvCacheArgs& args, model::KvCacheOptions& options);
+void resolve_kv_cache_options(const KvCacheArgs& args, kv::KvCacheOptions& options);
 
 }  // namespace shrike::cli

@@ -26,7 +26,7 @@
 #include "core/file_buffer.h"
 #include "engine/engine.h"
 #include "gguf/gguf.h"
-#include "model/kv_cache.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "server/http_server.h"
 #include "tokenizer/hf_tokenizer.h"

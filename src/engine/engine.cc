@@ -8,9 +8,11 @@
 #include <unordered_map>
 
 #include "core/thread_pool.h"
-#include "engine/paged_kv.h"
 #include "kernels/matmul.h"
+#include "kv/budget.h"
 #include "kv/kv_storage.h"
+#include "kv/mixed_precision.h"
+#include "kv/paged_kv.h"
 #include "tokenizer/stream.h"
 
 namespace shrike::engine {
@@ -112,10 +114,10 @@ struct Engine::Impl {
   Scheduler scheduler;
   ThreadPool threads;
   std::unordered_map<SeqId, std::unique_ptr<Active>> active;
-  std::vector<std::unique_ptr<PagedKvView>> views;
+  std::vector<std::unique_ptr<kv::PagedKvView>> views;
   // int8-mixed: each running sequence's f16 copies and attention weight sums (dropped when it
   // ends or is preempted: it is then recomputed from position 0).
-  std::unordered_map<SeqId, std::unique_ptr<model::MixedPrecisionKv>> mixed;
+  std::unordered_map<SeqId, std::unique_ptr<kv::MixedPrecisionKv>> mixed;
   std::vector<float> logits;
 
   std::mutex mu;  // guards incoming, stop
@@ -143,31 +145,11 @@ Engine::Engine(const model::Model& model, const tokenizer::Tokenizer& tok, Engin
   // A reused block would come without the sequence's f16 copies and weight sums (engine.h).
   if (config_.kv.mixed()) sc.prefix_caching = false;
   if (config_.batch_invariant) kernels::set_batch_invariant(true);
-  const int64_t blocks_per_seq = (sc.context_length + config_.block_size - 1) / config_.block_size;
   int64_t n_blocks = config_.kv_blocks;
-  if (n_blocks <= 0) {
-    const size_t block_bytes = kv::KvStorage::block_bytes_for(
-        config_.kv.layer_formats(mc.n_layers), config_.block_size, mc.n_kv_heads, mc.head_dim);
-    // int8-mixed: the policy's state counts against the cap too, at its bound: f16 copies (with
-    // their weight sums) of the sinks and window of every running sequence, of a prefill step's
-    // positions (in f16 until their sequence's logits call decides) and of heavy_fraction of
-    // every block's positions, plus a slot index per position.
-    size_t budget = config_.kv_cache_bytes, per_block = block_bytes;
-    if (config_.kv.mixed()) {
-      const double copy =  // one position's copies (and weight sums) in every int8 layer
-          double(model::MixedPrecisionKv::copy_bytes_per_token(config_.kv, mc));
-      const double fixed =
-          copy * double(std::max<int64_t>(1, sc.max_seqs) * (config_.kv.sinks + config_.kv.window) +
-                        sc.max_batch_tokens);
-      budget = size_t(std::max(0.0, double(budget) - fixed));
-      per_block += size_t(std::ceil(config_.kv.heavy_fraction * double(config_.block_size) * copy));
-      per_block += size_t(config_.block_size) *
-                   model::MixedPrecisionKv::index_bytes_per_token(config_.kv, mc);
-    }
-    n_blocks = std::min<int64_t>(std::max<int64_t>(1, sc.max_seqs) * blocks_per_seq,
-                                 int64_t(budget / per_block));
-    n_blocks = std::max(n_blocks, blocks_per_seq);
-  }
+  if (n_blocks <= 0)
+    n_blocks = kv::blocks_within_budget(config_.kv, mc.kv_dims(),
+                                        {config_.kv_cache_bytes, config_.block_size,
+                                         sc.context_length, sc.max_seqs, sc.max_batch_tokens});
   // The engine enforces max_queue at submit(); the scheduler's own limit only has to never bite.
   SchedulerConfig inner = sc;
   inner.max_queue = sc.max_queue + sc.max_seqs + 16;
@@ -274,7 +256,7 @@ EngineGauges Engine::gauges() const {
   g.kv_f16_copy_bytes = im.f16_copy_bytes.load();
   g.kv_bytes_used = g.kv_blocks_used * int64_t(im.storage.block_bytes()) + im.mixed_bytes.load();
   g.kv_tokens_used = im.tokens_used.load();
-  g.kv_type = model::kv_type_name(config_.kv.type);
+  g.kv_type = kv::kv_type_name(config_.kv.type);
   g.kv_bytes_per_token = im.storage.bytes_per_token();
   g.prefix_queried_tokens = im.prefix_queried.load();
   g.prefix_hit_tokens = im.prefix_hit.load();
@@ -456,7 +438,7 @@ void Engine::loop() {
     std::vector<model::BatchSequence> batch;
     batch.reserve(plan.items.size());
     while (im.views.size() < plan.items.size())
-      im.views.push_back(std::make_unique<PagedKvView>(im.storage));
+      im.views.push_back(std::make_unique<kv::PagedKvView>(im.storage));
     int64_t n_logits = 0;
     for (size_t i = 0; i < plan.items.size(); ++i) {
       const PlanItem& item = plan.items[i];
@@ -467,13 +449,13 @@ void Engine::loop() {
         a.cached_prompt = seq->n_cached_prompt;
         metrics_.queue_wait.observe(seconds(now - a.submitted));
       }
-      model::MixedPrecisionKv* mixed = nullptr;
+      kv::MixedPrecisionKv* mixed = nullptr;
       if (config_.kv.mixed()) {
         auto& m = im.mixed[item.id];
-        if (!m) m = std::make_unique<model::MixedPrecisionKv>(config_.kv, mc);
+        if (!m) m = std::make_unique<kv::MixedPrecisionKv>(config_.kv, mc.kv_dims());
         mixed = m.get();
       }
-      im.views[i]->bind(seq->blocks, mixed);
+      im.views[i]->bind(seq->table.blocks(), mixed);
       batch.push_back({seq->tokens.data() + item.pos0, item.n_tokens, item.pos0, im.views[i].get(),
                        item.samples ? 1 : 0});
       n_logits += item.samples ? 1 : 0;

@@ -18,7 +18,7 @@
 #include "decode/sampler.h"
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
-#include "model/kv_cache.h"
+#include "kv/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -90,7 +90,7 @@ struct EngineConfig {
   int64_t kv_blocks = 0;  // 0: enough for max_seqs sequences of the full context, capped by
                           // kv_cache_bytes
   size_t kv_cache_bytes = size_t(2) << 30;
-  // The KV cache (model::KvCacheOptions): f16 by default (half the memory and the bytes attention
+  // The KV cache (kv::KvCacheOptions): f16 by default (half the memory and the bytes attention
   // reads per token of f32, so about twice the blocks within kv_cache_bytes), f32, int8 (one f32
   // scale per position and kv head: head_dim + 4 bytes per row instead of 2 * head_dim) or
   // int8-mixed (int8 blocks plus per-sequence f16 copies of sinks, the recent window, heavy
@@ -98,7 +98,7 @@ struct EngineConfig {
   // turns prefix caching off: a reused block would come without the f16 copies and attention
   // weights the policy keeps per sequence, so a warm request would not give the cold output.
   // Invalid options: std::invalid_argument.
-  model::KvCacheOptions kv{model::KvType::F16};
+  kv::KvCacheOptions kv{kv::KvType::F16};
   int threads = 0;  // 0: default_thread_count()
   // Turns on kernels::set_batch_invariant (process-wide): float-weight outputs then do not depend
   // on what else is batched, at some cost to single-sequence decode (quantised weights always are).

@@ -66,7 +66,7 @@ struct EngineGauges {
   int64_t kv_bytes_used = 0;      // blocks held by requests, plus (int8-mixed) the policy's state
   int64_t kv_f16_copy_bytes = 0;  // int8-mixed: the f16 copies' share of kv_bytes_used
   int64_t kv_tokens_used = 0;     // positions held by running requests
-  std::string kv_type = "f16";    // the cache type (model::kv_type_name)
+  std::string kv_type = "f16";    // the cache type (kv::kv_type_name)
   double kv_bytes_per_token = 0;  // bytes one position takes in the blocks (K and V, all layers)
   int64_t prefix_queried_tokens = 0, prefix_hit_tokens = 0;  // counters kept by the block pool
 };

@@ -97,7 +97,7 @@ StepPlan Scheduler::schedule_continuous(Clock::time_point /*now*/) {
     bool self_preempted = false;
     for (;;) {
       const int64_t coverable =
-          (int64_t(seq.blocks.size()) + pool_.available_blocks()) * bs - seq.n_computed;
+          (int64_t(seq.table.size()) + pool_.available_blocks()) * bs - seq.n_computed;
       n = std::min({remaining, budget, coverable});
       if (n >= 1) break;
       const SeqId victim = running_.back();
@@ -109,7 +109,7 @@ StepPlan Scheduler::schedule_continuous(Clock::time_point /*now*/) {
       }
     }
     if (self_preempted) break;  // it was the newest running sequence: none left after it
-    if (!ensure_blocks(seq, seq.n_computed + n)) {
+    if (!seq.table.ensure(pool_, seq.n_computed + n)) {
       throw std::logic_error("scheduler: pool refused blocks it reported available");
     }
     plan.items.push_back({seq.id, seq.n_computed, n, seq.n_computed + n == known});
@@ -127,14 +127,15 @@ StepPlan Scheduler::schedule_continuous(Clock::time_point /*now*/) {
       fail(seq, plan);
       continue;
     }
-    if (caching()) attach_cached_prefix(seq);
+    if (caching())  // reuses cached full blocks of its tokens
+      seq.n_computed = seq.table.attach_cached_prefix(pool_, seq.tokens.data(), known);
     const int64_t n = std::min(known - seq.n_computed, budget);
-    const int64_t needed = blocks_for(seq.n_computed + n) - int64_t(seq.blocks.size());
+    const int64_t needed = blocks_for(seq.n_computed + n) - int64_t(seq.table.size());
     if (needed > pool_.available_blocks()) {
       release_blocks(seq);  // gives the prefix blocks back; it stays first in the queue
       break;
     }
-    if (!ensure_blocks(seq, seq.n_computed + n)) {
+    if (!seq.table.ensure(pool_, seq.n_computed + n)) {
       throw std::logic_error("scheduler: pool refused blocks it reported available");
     }
     if (caching()) pool_.count_lookup(known, seq.n_computed);
@@ -164,7 +165,7 @@ StepPlan Scheduler::schedule_static(Clock::time_point now) {
         continue;
       }
       if (reserve > pool_.available_blocks()) break;  // the batch runs with fewer members
-      if (!ensure_blocks(seq, seq.max_len)) {
+      if (!seq.table.ensure(pool_, seq.max_len)) {
         throw std::logic_error("scheduler: pool refused blocks it reported available");
       }
       seq.admitted_once = true;
@@ -198,12 +199,12 @@ void Scheduler::commit(const StepPlan& plan) {
     SeqInfo& seq = *it->second;
     const int64_t end = item.pos0 + item.n_tokens;
     if (seq.state != SeqState::Running || item.pos0 != seq.n_computed || item.n_tokens < 1 ||
-        end > int64_t(seq.tokens.size()) || blocks_for(end) > int64_t(seq.blocks.size())) {
+        end > int64_t(seq.tokens.size()) || blocks_for(end) > int64_t(seq.table.size())) {
       throw std::logic_error("scheduler: plan item for sequence " + std::to_string(item.id) +
                              " does not match its state (committed twice?)");
     }
     seq.n_computed = end;
-    if (caching()) register_full_blocks(seq);
+    if (caching()) seq.table.register_full_blocks(pool_, seq.tokens.data(), seq.n_computed);
   }
 }
 
@@ -228,6 +229,22 @@ void Scheduler::finish(SeqId id) {
   if (running_.empty()) static_batch_active_ = false;
 }
 
+kv::Truncation Scheduler::truncate(SeqId id, int64_t n_tokens) {
+  SeqInfo& seq = get(id);
+  if (seq.state != SeqState::Running || n_tokens < seq.prompt_len ||
+      n_tokens > int64_t(seq.tokens.size()))
+    throw std::invalid_argument("scheduler: cannot truncate sequence " + std::to_string(id) +
+                                " to " + std::to_string(n_tokens) + " tokens");
+  seq.tokens.resize(size_t(n_tokens));
+  if (config_.mode == BatchingMode::Static) {  // blocks stay reserved for max_len, never shared
+    seq.n_computed = std::min(seq.n_computed, n_tokens);
+    return {seq.n_computed};
+  }
+  const kv::Truncation t = seq.table.truncate(pool_, std::min(seq.n_computed, n_tokens));
+  seq.n_computed = t.kept;
+  return t;
+}
+
 const SeqInfo* Scheduler::find(SeqId id) const {
   const auto it = seqs_.find(id);
   return it == seqs_.end() ? nullptr : it->second.get();
@@ -246,23 +263,8 @@ Clock::time_point Scheduler::next_batch_deadline() const {
   return oldest + std::chrono::duration_cast<Clock::duration>(wait);
 }
 
-bool Scheduler::ensure_blocks(SeqInfo& seq, int64_t n_positions) {
-  const int64_t need = blocks_for(n_positions);
-  while (int64_t(seq.blocks.size()) < need) {
-    const kv::BlockId b = pool_.allocate();
-    if (b == kv::kNoBlock) return false;
-    seq.blocks.push_back(b);
-  }
-  return true;
-}
-
 void Scheduler::release_blocks(SeqInfo& seq) {
-  // Blocks keep their hashes in the pool, so a recomputation of the same tokens can find them.
-  // Released last block first: eviction takes the least recently released, so a prefix loses
-  // its tail before its head (a chain with its first block evicted is useless).
-  for (auto it = seq.blocks.rbegin(); it != seq.blocks.rend(); ++it) pool_.release(*it);
-  seq.blocks.clear();
-  seq.block_hashes.clear();
+  seq.table.release(pool_);
   seq.n_computed = 0;
 }
 
@@ -285,32 +287,6 @@ void Scheduler::fail(SeqInfo& seq, StepPlan& plan) {
   plan.failed.push_back(seq.id);
   std::erase_if(plan.items, [&](const PlanItem& item) { return item.id == seq.id; });
   if (running_.empty()) static_batch_active_ = false;
-}
-
-void Scheduler::attach_cached_prefix(SeqInfo& seq) {
-  const int64_t bs = pool_.block_size();
-  // The block holding the last known token is never taken: its logits must be computed.
-  const int64_t max_blocks = (int64_t(seq.tokens.size()) - 1) / bs;
-  uint64_t hash = kv::kRootHash;
-  for (int64_t i = 0; i < max_blocks; ++i) {
-    hash = kv::BlockPool::chain_hash(hash, seq.tokens.data() + i * bs, bs);
-    const kv::BlockId b = pool_.lookup(hash);
-    if (b == kv::kNoBlock) break;
-    seq.blocks.push_back(b);
-    seq.block_hashes.push_back(hash);
-  }
-  seq.n_computed = int64_t(seq.blocks.size()) * bs;
-}
-
-void Scheduler::register_full_blocks(SeqInfo& seq) {
-  const int64_t bs = pool_.block_size();
-  while (int64_t(seq.block_hashes.size() + 1) * bs <= seq.n_computed) {
-    const size_t i = seq.block_hashes.size();
-    const uint64_t parent = i == 0 ? kv::kRootHash : seq.block_hashes[i - 1];
-    const uint64_t hash = kv::BlockPool::chain_hash(parent, seq.tokens.data() + i * size_t(bs), bs);
-    pool_.register_hash(seq.blocks[i], hash);
-    seq.block_hashes.push_back(hash);
-  }
 }
 
 }  // namespace shrike::engine

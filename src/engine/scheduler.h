@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "kv/block_pool.h"
+#include "kv/block_table.h"
 
 namespace shrike::engine {
 
@@ -53,11 +54,10 @@ struct SeqInfo {
   SeqId id = 0;
   std::vector<int32_t> tokens;  // prompt, then generated tokens
   int64_t prompt_len = 0;
-  int64_t max_len = 0;              // prompt_len + max_tokens, at most context_length
-  int64_t n_computed = 0;           // leading positions whose keys/values are in the cache
-  int64_t n_cached_prompt = 0;      // prompt positions found in the prefix cache at first admission
-  std::vector<kv::BlockId> blocks;  // block table: position p lives in blocks[p / block_size]
-  std::vector<uint64_t> block_hashes;  // chain hashes of blocks[0..block_hashes.size()), all full
+  int64_t max_len = 0;          // prompt_len + max_tokens, at most context_length
+  int64_t n_computed = 0;       // leading positions whose keys/values are in the cache
+  int64_t n_cached_prompt = 0;  // prompt positions found in the prefix cache at first admission
+  kv::BlockTable table;         // position p lives in table.blocks()[p / block_size]
   Clock::time_point arrival{};
   SeqState state = SeqState::Waiting;
   int64_t preemptions = 0;
@@ -114,6 +114,16 @@ class Scheduler {
   // Unknown ids are ignored.
   void finish(SeqId id);
 
+  // Rollback (speculative decoding: rejected tokens discarded): a running sequence keeps only
+  // its first n_tokens tokens (prompt_len <= n_tokens <= tokens.size(), std::invalid_argument
+  // otherwise) and the cache of those it had computed; blocks past the end go back to the pool
+  // (kv::BlockTable::truncate). When the returned Truncation needs_copy(), the caller copies
+  // that block's memory (kv::KvStorage::copy_block) before the next step writes into it. If the
+  // copy found no block the sequence recomputes the partly kept block's positions. When all kept
+  // tokens were computed, the caller then append_token()s the one sampled after the last of them
+  // (speculative decoding's bonus token).
+  kv::Truncation truncate(SeqId id, int64_t n_tokens);
+
   const SeqInfo* find(SeqId id) const;
   int64_t n_waiting() const { return int64_t(waiting_.size()); }
   int64_t n_running() const { return int64_t(running_.size()); }
@@ -126,19 +136,11 @@ class Scheduler {
  private:
   StepPlan schedule_continuous(Clock::time_point now);
   StepPlan schedule_static(Clock::time_point now);
-  // Grows seq's block table to cover positions [0, n_positions); false if the pool ran out (the
-  // blocks obtained so far stay in the table).
-  bool ensure_blocks(SeqInfo& seq, int64_t n_positions);
   void release_blocks(SeqInfo& seq);
   void preempt(SeqInfo& seq, StepPlan& plan);
-  // Prefix-cache lookup at admission: reuses cached full blocks of seq's tokens (never the block
-  // holding the last token, whose logits must be computed).
-  void attach_cached_prefix(SeqInfo& seq);
   // Takes a sequence that can never run out of the running/waiting lists, releases its blocks and
   // lists it in plan.failed; it stays findable until the caller finish()es it.
   void fail(SeqInfo& seq, StepPlan& plan);
-  // Registers seq's blocks that became full (all positions computed) in the prefix cache.
-  void register_full_blocks(SeqInfo& seq);
   int64_t blocks_for(int64_t n_positions) const {
     return (n_positions + pool_.block_size() - 1) / pool_.block_size();
   }

@@ -70,6 +70,18 @@ const char* kv_format_name(KvFormat f) {
   return "?";
 }
 
+size_t kv_row_bytes(KvFormat f, int64_t head_dim) {
+  switch (f) {
+    case KvFormat::F32:
+      return size_t(head_dim) * 4;
+    case KvFormat::F16:
+      return size_t(head_dim) * 2;
+    case KvFormat::Int8:
+      return size_t(head_dim) + 4;
+  }
+  return 0;
+}
+
 KvStorage::KvStorage(int64_t n_layers, int64_t n_blocks, int64_t block_size, int64_t n_kv_heads,
                      int64_t head_dim, KvFormat format)
     : KvStorage(n_layers, n_blocks, block_size, n_kv_heads, head_dim,

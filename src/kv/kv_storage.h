@@ -25,6 +25,8 @@ using kernels::KvFormat;
 
 // "f32", "f16", "int8".
 const char* kv_format_name(KvFormat f);
+// Bytes of one kv head's row of one position: head_dim elements, plus the f32 scale of int8.
+size_t kv_row_bytes(KvFormat f, int64_t head_dim);
 
 class KvStorage {
  public:

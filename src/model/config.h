@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/ops.h"
+#include "kv/kv_cache.h"
 
 namespace shrike::model {
 
@@ -33,6 +34,8 @@ struct ModelConfig {
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
+  // What one position stores in a KV cache.
+  kv::KvDims kv_dims() const { return {n_layers, n_kv_heads, head_dim}; }
   // Checks that the numbers make sense together; throws std::invalid_argument naming the field.
   void validate() const;
 };

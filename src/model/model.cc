@@ -97,8 +97,8 @@ void Model::ensure_scratch(int64_t n) const {
   if (scratch_.sequence.size() < un) scratch_.sequence.resize(un);
 }
 
-void Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv, int64_t n_logits,
-                    float* logits, ThreadPool& pool) const {
+void Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, kv::KvCache& kv,
+                    int64_t n_logits, float* logits, ThreadPool& pool) const {
   const BatchSequence seq{tokens, n, pos0, &kv, n_logits};
   forward_batch(&seq, 1, logits, pool);
 }
@@ -208,7 +208,7 @@ void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs,
     if (s.n_tokens == 0) continue;
     const kernels::AttentionShape shape{s.n_tokens,   s.pos0,     c.n_heads,
                                         c.n_kv_heads, c.head_dim, scale};
-    const WeightSums sums = s.kv->attention_weight_sums(layer);
+    const kv::WeightSums sums = s.kv->attention_weight_sums(layer);
     jobs.push_back({shape, q + t * c.q_dim(), s.kv->keys(layer), s.kv->values(layer),
                     scratch_.att.data() + t * c.q_dim(), sums.data, sums.stride, sums.index});
   }

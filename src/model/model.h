@@ -3,19 +3,20 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
+#include "kv/kv_cache.h"
 #include "model/config.h"
-#include "model/kv_cache.h"
 
 namespace shrike::gguf {
 class GgufFile;
 class GgufWriter;
-}
+}  // namespace shrike::gguf
 
 namespace shrike::model {
 
@@ -50,7 +51,7 @@ struct BatchSequence {
   const int32_t* tokens = nullptr;
   int64_t n_tokens = 0;
   int64_t pos0 = 0;
-  KvCache* kv = nullptr;
+  kv::KvCache* kv = nullptr;
   int64_t n_logits = 0;
 };
 
@@ -72,7 +73,7 @@ class Model {
   // the logits of the last `n_logits` tokens (0 <= n_logits <= n) to logits: [n_logits][vocab].
   // Throws std::out_of_range when the positions exceed the cache or the model's context, or a
   // token id is outside the vocabulary.
-  void forward(const int32_t* tokens, int64_t n, int64_t pos0, KvCache& kv, int64_t n_logits,
+  void forward(const int32_t* tokens, int64_t n, int64_t pos0, kv::KvCache& kv, int64_t n_logits,
                float* logits, ThreadPool& pool) const;
 
   // A ragged batch: every sequence with its own tokens, positions and cache, in one pass (each
@@ -93,6 +94,12 @@ class Model {
   ModelWeights weights_;
   mutable ForwardScratch scratch_;
 };
+
+// Makes the cache one sequence's forward passes use (capacity: positions). Evaluation and task
+// decoding take one so that a model can be measured under any cache type; empty means an f32
+// kv::ContiguousKvCache.
+using KvCacheFactory =
+    std::function<std::unique_ptr<kv::KvCache>(const ModelConfig& config, int64_t capacity)>;
 
 // Loads a model file: GGUF (by magic) or llama2.c .bin, or a Hugging Face folder (config.json +
 // safetensors). Throws FileError with a one-line message naming the file and what is wrong.

@@ -41,7 +41,7 @@ std::vector<VerifyStepResult> verify_steps(const model::Model& m, ThreadPool& po
   const int64_t longest = *std::max_element(sizes.begin(), sizes.end());
   const int64_t context = std::clamp<int64_t>(opt.verify_context, 1, c.context_length - longest);
   const auto tokens = random_tokens(context + longest, c.vocab_size, 11);
-  model::ContiguousKvCache kv(c, context + longest, opt.kv);
+  kv::ContiguousKvCache kv(c.kv_dims(), context + longest, opt.kv);
   std::vector<float> logits(size_t(longest * c.vocab_size));
   m.forward(tokens.data(), context, 0, kv, 0, logits.data(), pool);
   std::vector<std::vector<double>> times(sizes.size());
@@ -75,7 +75,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   for (int64_t p : opt.prompt_lengths) {
     const int64_t len = std::min(p, c.context_length);
     const auto tokens = random_tokens(len, c.vocab_size, 42);
-    model::ContiguousKvCache kv(c, len, opt.kv);
+    kv::ContiguousKvCache kv(c.kv_dims(), len, opt.kv);
     m.forward(tokens.data(), len, 0, kv, 1, logits.data(), pool);  // warm-up
     std::vector<double> rates;
     for (int r = 0; r < opt.repeats; ++r) {
@@ -93,7 +93,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   std::vector<double> rates, bandwidths;
   if (n > 0) {
     const auto tokens = random_tokens(n + 1, c.vocab_size, 7);
-    model::ContiguousKvCache kv(c, n + 1, opt.kv);
+    kv::ContiguousKvCache kv(c.kv_dims(), n + 1, opt.kv);
     for (int r = 0; r < opt.repeats + 1; ++r) {
       if (opt.roofline && r > 0)
         bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
@@ -110,10 +110,10 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   // Batched decode from position 1 of every sequence.
   for (int64_t b : opt.decode_batches) {
     if (b <= 0 || n <= 0) continue;
-    std::vector<std::unique_ptr<model::ContiguousKvCache>> kvs;
+    std::vector<std::unique_ptr<kv::ContiguousKvCache>> kvs;
     std::vector<std::vector<int32_t>> tokens;
     for (int64_t s = 0; s < b; ++s) {
-      kvs.push_back(std::make_unique<model::ContiguousKvCache>(c, n + 1, opt.kv));
+      kvs.push_back(std::make_unique<kv::ContiguousKvCache>(c.kv_dims(), n + 1, opt.kv));
       tokens.push_back(random_tokens(n + 1, c.vocab_size, uint32_t(100 + s)));
     }
     std::vector<float> batch_logits(size_t(b * c.vocab_size));

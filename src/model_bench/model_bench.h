@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "model/kv_cache.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 
 namespace shrike::model_bench {
@@ -27,7 +27,7 @@ struct ModelBenchOptions {
   std::vector<int64_t> verify_tokens;
   int64_t verify_context = 128;
   // The KV caches of every run (f32 by default).
-  model::KvCacheOptions kv;
+  kv::KvCacheOptions kv;
 };
 
 struct BatchDecodeResult {

@@ -65,11 +65,11 @@ void for_each_scored(const model::Model& m, const std::vector<ScoredSequence>& s
   }
   // One cache per batch slot, reused batch after batch: a sequence starts at position 0, which
   // makes the cache forget what it held.
-  std::vector<std::unique_ptr<model::KvCache>> caches;
-  auto cache = [&](size_t slot) -> model::KvCache* {
+  std::vector<std::unique_ptr<kv::KvCache>> caches;
+  auto cache = [&](size_t slot) -> kv::KvCache* {
     while (caches.size() <= slot)
       caches.push_back(opt.make_cache ? opt.make_cache(c, capacity)
-                                      : std::make_unique<model::ContiguousKvCache>(
+                                      : std::make_unique<kv::ContiguousKvCache>(
                                             c.n_layers, capacity, c.n_kv_heads, c.head_dim));
     return caches[slot].get();
   };
@@ -176,9 +176,9 @@ bool blank(std::string_view s) {
 
 }  // namespace
 
-KvCacheFactory kv_cache_factory(const model::KvCacheOptions& opt) {
+KvCacheFactory kv_cache_factory(const kv::KvCacheOptions& opt) {
   return [opt](const model::ModelConfig& c, int64_t capacity) {
-    return std::make_unique<model::ContiguousKvCache>(c, capacity, opt);
+    return std::make_unique<kv::ContiguousKvCache>(c.kv_dims(), capacity, opt);
   };
 }
 

@@ -18,7 +18,7 @@
 
 #include "core/thread_pool.h"
 #include "data/example.h"
-#include "model/kv_cache.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -37,7 +37,7 @@ std::vector<ScoredSequence> all_positions(const std::vector<std::vector<int32_t>
 using KvCacheFactory = model::KvCacheFactory;
 
 // ContiguousKvCache with these options (type f32, f16, int8 or int8-mixed).
-KvCacheFactory kv_cache_factory(const model::KvCacheOptions& opt);
+KvCacheFactory kv_cache_factory(const kv::KvCacheOptions& opt);
 
 struct EvalOptions {
   // Sequences are run together through Model::forward_batch up to this many tokens per pass

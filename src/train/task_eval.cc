@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "model/kv_cache.h"
+#include "kv/contiguous_kv.h"
 #include "model/weight_binding.h"
 
 namespace shrike::train {
@@ -69,7 +69,7 @@ std::vector<std::string> generate_answers(const model::Model& m, const tokenizer
   for (size_t first = 0; first < examples.size(); first += size_t(batch)) {
     const size_t n = std::min(examples.size() - first, size_t(batch));
     std::vector<std::vector<int32_t>> prompts(n), answers(n);
-    std::vector<std::unique_ptr<model::KvCache>> caches(n);
+    std::vector<std::unique_ptr<kv::KvCache>> caches(n);
     std::vector<int32_t> next(n);
     std::vector<bool> done(n, false);
     for (size_t i = 0; i < n; ++i) {
@@ -78,8 +78,8 @@ std::vector<std::string> generate_answers(const model::Model& m, const tokenizer
           std::min<int64_t>(c.context_length, int64_t(prompts[i].size()) + max_answer_tokens);
       if (int64_t(prompts[i].size()) >= cap) prompts[i].resize(size_t(cap - 1));
       caches[i] = make_cache ? make_cache(c, cap)
-                             : std::make_unique<model::ContiguousKvCache>(c.n_layers, cap,
-                                                                          c.n_kv_heads, c.head_dim);
+                             : std::make_unique<kv::ContiguousKvCache>(c.n_layers, cap,
+                                                                       c.n_kv_heads, c.head_dim);
     }
     // Step 0 prefills every prompt; later steps feed each live sequence its last token.
     for (int64_t step = 0;; ++step) {

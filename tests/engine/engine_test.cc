@@ -162,8 +162,8 @@ void expect_same_outputs(const std::vector<Output>& a, const std::vector<Output>
   }
 }
 
-std::string kv_name(const ::testing::TestParamInfo<model::KvType>& info) {
-  std::string n = model::kv_type_name(info.param);
+std::string kv_name(const ::testing::TestParamInfo<kv::KvType>& info) {
+  std::string n = kv::kv_type_name(info.param);
   for (char& ch : n)
     if (ch == '-') ch = '_';
   return n;
@@ -172,7 +172,7 @@ std::string kv_name(const ::testing::TestParamInfo<model::KvType>& info) {
 // With the default f16 KV cache and the others (serve --kv-type): int8 positions are quantised
 // once, from batch-invariant f32 values; int8-mixed decides its f16 copies from weights summed in
 // position order at each sequence's logits calls, whatever else shares the step.
-class EngineKvType : public ::testing::TestWithParam<model::KvType> {};
+class EngineKvType : public ::testing::TestWithParam<kv::KvType> {};
 
 TEST_P(EngineKvType, SixtyFourConcurrentRequestsGiveTheirSoloOutputs) {
   const auto& m = synth_f32();
@@ -197,8 +197,8 @@ TEST_P(EngineKvType, SixtyFourConcurrentRequestsGiveTheirSoloOutputs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, EngineKvType,
-                         ::testing::Values(model::KvType::F16, model::KvType::F32,
-                                           model::KvType::Int8, model::KvType::Int8Mixed),
+                         ::testing::Values(kv::KvType::F16, kv::KvType::F32, kv::KvType::Int8,
+                                           kv::KvType::Int8Mixed),
                          kv_name);
 
 // A request's blocks (and int8-mixed f16 copies) while it runs, as the gauges show them.
@@ -219,13 +219,13 @@ TEST(Engine, KvTypeSetsTheCacheMemory) {
   const int64_t f32_block = 2 * 2 * 2 * 16 * 16 * 4;     // K and V, layers, heads, dims, positions
   const int64_t int8_block = 2 * 2 * 2 * 16 * (16 + 4);  // quants and one f32 scale per row
   EngineConfig c = config();
-  EXPECT_EQ(c.kv.type, model::KvType::F16);  // the default
+  EXPECT_EQ(c.kv.type, kv::KvType::F16);  // the default
   c.kv_blocks = 70;
-  c.kv.type = model::KvType::F32;
+  c.kv.type = kv::KvType::F32;
   EXPECT_EQ(Engine(*m.model, *m.tok, c).gauges().kv_bytes_total, 70 * f32_block);
-  c.kv.type = model::KvType::F16;
+  c.kv.type = kv::KvType::F16;
   EXPECT_EQ(Engine(*m.model, *m.tok, c).gauges().kv_bytes_total, 70 * f32_block / 2);
-  c.kv.type = model::KvType::Int8;
+  c.kv.type = kv::KvType::Int8;
   const Engine int8(*m.model, *m.tok, c);
   EXPECT_EQ(int8.gauges().kv_bytes_total, 70 * int8_block);
   EXPECT_EQ(int8.gauges().kv_type, "int8");
@@ -234,11 +234,11 @@ TEST(Engine, KvTypeSetsTheCacheMemory) {
   // 100 f32 blocks, 200 f16 ones, 327 int8 ones.
   c.kv_blocks = 0;
   c.kv_cache_bytes = size_t(100 * f32_block);
-  c.kv.type = model::KvType::F32;
+  c.kv.type = kv::KvType::F32;
   EXPECT_EQ(Engine(*m.model, *m.tok, c).config().kv_blocks, 100);
-  c.kv.type = model::KvType::Int8;
+  c.kv.type = kv::KvType::Int8;
   EXPECT_EQ(Engine(*m.model, *m.tok, c).config().kv_blocks, 100 * f32_block / int8_block);
-  c.kv.type = model::KvType::F16;
+  c.kv.type = kv::KvType::F16;
   Engine e(*m.model, *m.tok, c);
   EXPECT_EQ(e.config().kv_blocks, 200);
   EXPECT_EQ(e.gauges().kv_bytes_total, 100 * f32_block);
@@ -257,7 +257,7 @@ TEST(Engine, KvTypeSetsTheCacheMemory) {
   c.kv.heavy_fraction = 0.1;
   c.kv.fp16_layers = {0};  // only int8-mixed has f16 layers
   EXPECT_THROW(Engine(*m.model, *m.tok, c), std::invalid_argument);
-  c.kv.type = model::KvType::Int8Mixed;
+  c.kv.type = kv::KvType::Int8Mixed;
   c.kv.fp16_layers = {2};  // the model has 2 layers
   EXPECT_THROW(Engine(*m.model, *m.tok, c), std::invalid_argument);
 }
@@ -269,7 +269,7 @@ TEST(Engine, Int8MixedCountsItsCopiesAndReleasesThem) {
   const int64_t copy = 2 * 2 * 16 * 2;  // one position of one layer: K and V halves
   const int64_t sums = 2 * 4;           // and its weight sums (2 kv heads)
   EngineConfig c = config(256, 4);
-  c.kv.type = model::KvType::Int8Mixed;
+  c.kv.type = kv::KvType::Int8Mixed;
   c.kv.sinks = 4;
   c.kv.window = 16;
   c.kv.heavy_fraction = 0.25;
@@ -366,7 +366,7 @@ TEST(Engine, SharedPrefixIsComputedOnceAndGivesTheColdOutput) {
 
 // Preempted sequences are recomputed (int8-mixed: their f16 copies and weight sums from scratch)
 // and still give their solo outputs.
-class EnginePreemption : public ::testing::TestWithParam<model::KvType> {};
+class EnginePreemption : public ::testing::TestWithParam<kv::KvType> {};
 
 TEST_P(EnginePreemption, UnderASmallPoolEveryOutputIsKept) {
   const auto& m = synth_f32();
@@ -379,14 +379,14 @@ TEST_P(EnginePreemption, UnderASmallPoolEveryOutputIsKept) {
   expect_same_outputs(alone, run_concurrently(e, reqs));
   EXPECT_GT(e.metrics().preemptions.load(), 0);
   std::printf("[ preempt  ] %s: %lld preemptions with a pool of %lld blocks\n",
-              model::kv_type_name(GetParam()), (long long)e.metrics().preemptions.load(),
+              kv::kv_type_name(GetParam()), (long long)e.metrics().preemptions.load(),
               (long long)e.config().kv_blocks);
   expect_no_blocks_in_use(e);
   EXPECT_EQ(e.gauges().kv_f16_copy_bytes, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(KvTypes, EnginePreemption,
-                         ::testing::Values(model::KvType::F16, model::KvType::Int8Mixed), kv_name);
+                         ::testing::Values(kv::KvType::F16, kv::KvType::Int8Mixed), kv_name);
 
 TEST(Engine, CancellationFreesTheBlocksAndEndsTheStream) {
   const auto& m = synth_f32();

@@ -85,6 +85,22 @@ class FakeEngine {
     return plan;
   }
 
+  // Speculative rollback: the sequence keeps n_tokens tokens, all computed, and gets the token
+  // sampled after the last of them (speculative decoding's bonus token); a block copy the
+  // scheduler asks for is done on the fake memory, as the engine does on the KV storage.
+  kv::Truncation rollback(SeqId id, int64_t n_tokens) {
+    const kv::Truncation t = sched.truncate(id, n_tokens);
+    if (t.needs_copy()) {
+      const int64_t bs = pool.block_size();
+      std::copy_n(slots_.begin() + t.copy_src * bs, bs, slots_.begin() + t.copy_dst * bs);
+    }
+    auto& out = outputs[id];
+    out.resize(size_t(n_tokens - int64_t(prompts[id].size())));
+    out.push_back(sampled(id, out.size()));
+    sched.append_token(id, out.back());
+    return t;
+  }
+
   // Steps until the scheduler is idle; every StepPlan is kept in `plans`.
   void run(int max_steps = 100000) {
     for (int i = 0; i < max_steps && !sched.idle(); ++i) plans.push_back(step());
@@ -102,8 +118,8 @@ class FakeEngine {
  private:
   int64_t slot_of(const SeqInfo& s, int64_t p) const {
     const int64_t bs = pool.block_size();
-    EXPECT_LT(p / bs, int64_t(s.blocks.size())) << "position " << p << " has no block";
-    return int64_t(s.blocks[size_t(p / bs)]) * bs + p % bs;
+    EXPECT_LT(p / bs, int64_t(s.table.blocks().size())) << "position " << p << " has no block";
+    return int64_t(s.table.blocks()[size_t(p / bs)]) * bs + p % bs;
   }
 
   void check_plan(const StepPlan& plan) {
@@ -125,7 +141,7 @@ class FakeEngine {
       const SeqInfo* s = sched.find(id);
       ASSERT_NE(s, nullptr);
       EXPECT_EQ(s->state, SeqState::Waiting);
-      EXPECT_TRUE(s->blocks.empty());
+      EXPECT_TRUE(s->table.blocks().empty());
       EXPECT_EQ(s->n_computed, 0);
     }
   }
@@ -137,7 +153,7 @@ class FakeEngine {
           << "sequence " << item.id << " reads a wrong key at position " << p;
     }
     for (int64_t p = item.pos0; p < item.pos0 + item.n_tokens; ++p) {
-      const kv::BlockId b = s.blocks[size_t(p / pool.block_size())];
+      const kv::BlockId b = s.table.blocks()[size_t(p / pool.block_size())];
       ASSERT_EQ(pool.refcount(b), 1) << "sequence " << item.id << " writes a shared block";
       slots_[size_t(slot_of(s, p))] = s.tokens[size_t(p)];
     }
@@ -243,15 +259,56 @@ TEST(Scheduler, BlocksAreAllocatedOnlyAsPositionsNeedThem) {
   FakeEngine e(continuous(64), 64, 16);
   ASSERT_TRUE(e.add(1, range(0, 20), 30));
   e.step();
-  EXPECT_EQ(e.sched.find(1)->blocks.size(), 2u);  // positions 0..19
-  for (int i = 0; i < 12; ++i) e.step();          // positions up to 31
-  EXPECT_EQ(e.sched.find(1)->blocks.size(), 2u);
-  EXPECT_EQ(e.sched.find(1)->block_hashes.size(), 2u);  // both full: registered
-  e.step();                                             // position 32
-  EXPECT_EQ(e.sched.find(1)->blocks.size(), 3u);
+  EXPECT_EQ(e.sched.find(1)->table.blocks().size(), 2u);  // positions 0..19
+  for (int i = 0; i < 12; ++i) e.step();                  // positions up to 31
+  EXPECT_EQ(e.sched.find(1)->table.blocks().size(), 2u);
+  EXPECT_EQ(e.sched.find(1)->table.hashes().size(), 2u);  // both full: registered
+  e.step();                                               // position 32
+  EXPECT_EQ(e.sched.find(1)->table.blocks().size(), 3u);
   EXPECT_EQ(e.pool.blocks_in_use(), 3);
   e.run();
   EXPECT_EQ(e.outputs[1].size(), 30u);
+  EXPECT_EQ(e.pool.blocks_in_use(), 0);
+}
+
+TEST(Scheduler, TruncateRollsBackTokensAndReleasesBlocks) {
+  FakeEngine e(continuous(64), 64, 16);
+  ASSERT_TRUE(e.add(1, range(0, 20), 40));
+  while (e.sched.find(1)->tokens.size() < 36) e.step();  // 35 positions computed: 3 blocks
+  ASSERT_EQ(e.pool.blocks_in_use(), 3);
+  EXPECT_THROW(e.sched.truncate(1, 19), std::invalid_argument);  // into the prompt
+  const kv::Truncation t = e.rollback(1, 22);
+  EXPECT_EQ(t.kept, 22);
+  EXPECT_FALSE(t.needs_copy());
+  const SeqInfo* s = e.sched.find(1);
+  EXPECT_EQ(s->tokens.size(), 23u);  // with the bonus token
+  EXPECT_EQ(s->n_computed, 22);
+  EXPECT_EQ(s->table.size(), 2u);
+  EXPECT_EQ(s->table.hashes().size(), 1u);  // block 1 is partial again
+  EXPECT_EQ(e.pool.blocks_in_use(), 2);
+  e.run();  // the same tokens are generated again, read back through the table
+  EXPECT_EQ(e.outputs[1], FakeEngine::expected_output(1, 40));
+  EXPECT_EQ(e.pool.blocks_in_use(), 0);
+}
+
+TEST(Scheduler, TruncateIntoABlockAnotherSequenceSharesCopiesIt) {
+  FakeEngine e(continuous(64), 64, 16);
+  ASSERT_TRUE(e.add(1, range(0, 20), 40));
+  while (e.sched.find(1)->tokens.size() < 36) e.step();
+  // Sequence 2's prompt continues sequence 1's text: it shares blocks 0 and 1 (positions 0..31).
+  const std::vector<int32_t> tokens = e.sched.find(1)->tokens;
+  ASSERT_TRUE(e.add(2, std::vector<int32_t>(tokens.begin(), tokens.begin() + 33), 5));
+  e.step();
+  const kv::BlockId shared = e.sched.find(1)->table.blocks()[1];
+  ASSERT_EQ(e.pool.refcount(shared), 2);
+  const kv::Truncation t = e.rollback(1, 25);
+  ASSERT_TRUE(t.needs_copy());
+  EXPECT_EQ(t.copy_src, shared);
+  EXPECT_EQ(e.pool.refcount(shared), 1);
+  EXPECT_EQ(e.sched.find(2)->table.blocks()[1], shared);
+  e.run();  // neither sequence reads a position the other overwrote
+  EXPECT_EQ(e.outputs[1], FakeEngine::expected_output(1, 40));
+  EXPECT_EQ(e.outputs[2], FakeEngine::expected_output(2, 5));
   EXPECT_EQ(e.pool.blocks_in_use(), 0);
 }
 
@@ -318,8 +375,8 @@ TEST(Scheduler, SharedPrefixIsTakenFromTheCache) {
   const std::vector<int32_t> prefix = range(1000, 256);
   ASSERT_TRUE(e.add(1, concat(prefix, {1, 2, 3}), 2));
   e.step();
-  const std::vector<kv::BlockId> a_blocks(e.sched.find(1)->blocks.begin(),
-                                          e.sched.find(1)->blocks.begin() + 16);
+  const std::vector<kv::BlockId> a_blocks(e.sched.find(1)->table.blocks().begin(),
+                                          e.sched.find(1)->table.blocks().begin() + 16);
   EXPECT_EQ(e.sched.find(1)->n_cached_prompt, 0);
   e.run();
   EXPECT_EQ(e.pool.blocks_in_use(), 0);
@@ -334,7 +391,8 @@ TEST(Scheduler, SharedPrefixIsTakenFromTheCache) {
   EXPECT_EQ(p.items[0].n_tokens, 4);
   const SeqInfo* b = e.sched.find(2);
   EXPECT_EQ(b->n_cached_prompt, 256);
-  EXPECT_EQ(std::vector<kv::BlockId>(b->blocks.begin(), b->blocks.begin() + 16), a_blocks);
+  EXPECT_EQ(std::vector<kv::BlockId>(b->table.blocks().begin(), b->table.blocks().begin() + 16),
+            a_blocks);
   EXPECT_GE(e.pool.stats().prefix_hit_tokens, 256);
   EXPECT_EQ(e.pool.stats().prefix_queried_tokens, 259 + 260);
 
@@ -588,8 +646,8 @@ TEST(Scheduler, StaticBatchWaitsThenRunsWithoutNewcomers) {
   EXPECT_EQ(p.items[0].n_tokens, 5);  // whole prompts, no token budget
   EXPECT_EQ(p.items[1].n_tokens, 7);
   EXPECT_TRUE(p.items[0].samples && p.items[1].samples);
-  EXPECT_EQ(e.sched.find(1)->blocks.size(), 2u);  // reserved for max_len
-  EXPECT_EQ(e.sched.find(2)->blocks.size(), 4u);
+  EXPECT_EQ(e.sched.find(1)->table.blocks().size(), 2u);  // reserved for max_len
+  EXPECT_EQ(e.sched.find(2)->table.blocks().size(), 4u);
   EXPECT_EQ(e.pool.blocks_in_use(), 6);
   EXPECT_EQ(e.sched.next_batch_deadline(), Clock::time_point::max());
 

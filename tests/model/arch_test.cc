@@ -10,6 +10,7 @@
 #include <random>
 
 #include "gguf/gguf.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 
 namespace shrike {
@@ -57,7 +58,8 @@ std::string write_model(const std::string& arch, bool neox_rows) {
   for (int l = 0; l < 2; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     auto q = matrix(kHeads * kHeadDim, kDim), k = matrix(kKvHeads * kHeadDim, kDim);
-    auto bq = random_vector(rng, kHeads * kHeadDim, 0.5f), bk = random_vector(rng, kKvHeads * kHeadDim, 0.5f);
+    auto bq = random_vector(rng, kHeads * kHeadDim, 0.5f),
+         bk = random_vector(rng, kKvHeads * kHeadDim, 0.5f);
     if (neox_rows) {
       q = to_neox_rows(q, kHeads, kDim);
       k = to_neox_rows(k, kKvHeads, kDim);
@@ -88,14 +90,16 @@ std::string write_model(const std::string& arch, bool neox_rows) {
 std::vector<float> all_logits(const model::Model& m, const std::vector<int32_t>& tokens) {
   const auto& c = m.config();
   ThreadPool pool(1);
-  model::ContiguousKvCache kv(c.n_layers, int64_t(tokens.size()), c.n_kv_heads, c.head_dim);
+  kv::ContiguousKvCache kv(c.n_layers, int64_t(tokens.size()), c.n_kv_heads, c.head_dim);
   std::vector<float> logits(tokens.size() * size_t(c.vocab_size));
-  m.forward(tokens.data(), int64_t(tokens.size()), 0, kv, int64_t(tokens.size()), logits.data(), pool);
+  m.forward(tokens.data(), int64_t(tokens.size()), 0, kv, int64_t(tokens.size()), logits.data(),
+            pool);
   return logits;
 }
 
 TEST(Architectures, Qwen2WithNeoxRopeAndBiasesEqualsPermutedLlama) {
-  const std::string llama_path = write_model("llama", false), qwen_path = write_model("qwen2", true);
+  const std::string llama_path = write_model("llama", false),
+                    qwen_path = write_model("qwen2", true);
   const auto llama = model::load_model(llama_path);
   const auto qwen = model::load_model(qwen_path);
   EXPECT_TRUE(qwen->config().qkv_bias);
@@ -107,7 +111,8 @@ TEST(Architectures, Qwen2WithNeoxRopeAndBiasesEqualsPermutedLlama) {
   float max_abs = 0;
   for (float x : a) max_abs = std::max(max_abs, std::fabs(x));
   ASSERT_GT(max_abs, 0.1f) << "logits should not be trivially zero";
-  for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4f * std::max(1.0f, max_abs)) << i;
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_NEAR(a[i], b[i], 1e-4f * std::max(1.0f, max_abs)) << i;
   std::filesystem::remove(llama_path);
   std::filesystem::remove(qwen_path);
 }

@@ -10,6 +10,7 @@
 #include "decode/sampler.h"
 #include "gguf/gguf.h"
 #include "kernels/isa.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "shared_data.h"
 #include "tokenizer/tokenizer.h"
@@ -35,10 +36,10 @@ struct GreedyRun {
 // Greedy generation with run.c's conventions: forward passes until position `steps`, stopping if
 // BOS is sampled.
 GreedyRun generate_greedy(const model::Model& m, const std::vector<int32_t>& prompt, int64_t steps,
-                    int threads) {
+                          int threads) {
   const auto& c = m.config();
   ThreadPool pool(threads);
-  model::ContiguousKvCache kv(c.n_layers, steps, c.n_kv_heads, c.head_dim);
+  kv::ContiguousKvCache kv(c.n_layers, steps, c.n_kv_heads, c.head_dim);
   std::vector<float> logits(size_t(c.vocab_size));
   m.forward(prompt.data(), int64_t(prompt.size()), 0, kv, 1, logits.data(), pool);
   GreedyRun r;
@@ -106,8 +107,9 @@ INSTANTIATE_TEST_SUITE_P(AllFilesIsasThreads, GoldenTest, ::testing::ValuesIn(go
                            std::string f = std::get<0>(info.param);
                            for (char& ch : f)
                              if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return f + "_" + std::string(kernels::isa_name(std::get<1>(info.param))) +
-                                  "_" + std::to_string(std::get<2>(info.param)) + "threads";
+                           return f + "_" +
+                                  std::string(kernels::isa_name(std::get<1>(info.param))) + "_" +
+                                  std::to_string(std::get<2>(info.param)) + "threads";
                          });
 
 }  // namespace

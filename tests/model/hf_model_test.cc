@@ -10,6 +10,7 @@
 
 #include "gguf/gguf.h"
 #include "hf_test_util.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "model/synth.h"
 #include "run_shrike.h"
@@ -55,7 +56,7 @@ std::vector<float> logits(const model::Model& m) {
   const std::vector<int32_t> prompt = {1, 300, 17, 42, 99, 260, 5, 311, 7, 8, 9, 10};
   ThreadPool pool(1);
   const auto& c = m.config();
-  model::ContiguousKvCache kv(c.n_layers, 16, c.n_kv_heads, c.head_dim);
+  kv::ContiguousKvCache kv(c.n_layers, 16, c.n_kv_heads, c.head_dim);
   const int64_t n = int64_t(prompt.size());
   std::vector<float> out(size_t(n * c.vocab_size));
   m.forward(prompt.data(), n, 0, kv, n, out.data(), pool);

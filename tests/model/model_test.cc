@@ -1,14 +1,15 @@
 // Forward-pass properties on synthetic models of every weight type: thread-count independence,
 // batched prefill equal to token-by-token decoding, and input validation.
-#include <gtest/gtest.h>
+#include "model/model.h"
 
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
 
 #include "decode/sampler.h"
-#include "model/model.h"
+#include "kv/contiguous_kv.h"
 #include "model/synth.h"
 
 namespace shrike {
@@ -18,8 +19,7 @@ namespace {
 std::unique_ptr<model::Model> synth_model(DType type, int64_t kv_heads = 2) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("shrike_model_test_" + std::to_string(getpid()) + "_" +
-                     std::string(dtype_name(type)) + "_" +
-                     std::to_string(kv_heads) + ".gguf");
+                     std::string(dtype_name(type)) + "_" + std::to_string(kv_heads) + ".gguf");
   model::SynthOptions o;
   o.dim = 128;
   o.n_layers = 2;
@@ -36,10 +36,11 @@ std::unique_ptr<model::Model> synth_model(DType type, int64_t kv_heads = 2) {
   return m;
 }
 
-std::vector<int32_t> greedy(const model::Model& m, std::vector<int32_t> prompt, int n, int threads) {
+std::vector<int32_t> greedy(const model::Model& m, std::vector<int32_t> prompt, int n,
+                            int threads) {
   ThreadPool pool(threads);
   const auto& c = m.config();
-  model::ContiguousKvCache kv(c.n_layers, int64_t(prompt.size()) + n, c.n_kv_heads, c.head_dim);
+  kv::ContiguousKvCache kv(c.n_layers, int64_t(prompt.size()) + n, c.n_kv_heads, c.head_dim);
   std::vector<float> logits(size_t(c.vocab_size));
   m.forward(prompt.data(), int64_t(prompt.size()), 0, kv, 1, logits.data(), pool);
   std::vector<int32_t> out;
@@ -65,26 +66,29 @@ TEST_P(SynthModelTest, GreedyOutputIsTheSameWithOneAndTwoThreads) {
 // A ragged batch (a prefill chunk, decode tokens, a sequence at a later position) gives every
 // sequence the same logits, bit for bit, as running it alone (batch-invariant kernels).
 TEST_P(SynthModelTest, RaggedBatchEqualsEachSequenceAlone) {
-  const bool float_type = GetParam() == DType::F32 || GetParam() == DType::F16 || GetParam() == DType::BF16;
+  const bool float_type =
+      GetParam() == DType::F32 || GetParam() == DType::F16 || GetParam() == DType::BF16;
   kernels::set_batch_invariant(float_type);
   const auto m = synth_model(GetParam(), 2);
   const auto& c = m->config();
   ThreadPool pool(2);
-  const std::vector<std::vector<int32_t>> prompts = {{1, 7, 300, 201, 42, 399, 3, 260, 12},
-                                                     {5},
-                                                     {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 11, 12, 13, 14, 15, 16, 17}};
+  const std::vector<std::vector<int32_t>> prompts = {
+      {1, 7, 300, 201, 42, 399, 3, 260, 12},
+      {5},
+      {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 11, 12, 13, 14, 15, 16, 17}};
   // Alone: each prompt in one forward call, logits of every token.
   std::vector<std::vector<float>> alone;
   for (const auto& p : prompts) {
-    model::ContiguousKvCache kv(c.n_layers, 32, c.n_kv_heads, c.head_dim);
+    kv::ContiguousKvCache kv(c.n_layers, 32, c.n_kv_heads, c.head_dim);
     std::vector<float> l(p.size() * size_t(c.vocab_size));
     m->forward(p.data(), int64_t(p.size()), 0, kv, int64_t(p.size()), l.data(), pool);
     alone.push_back(l);
   }
   // Batched: the first 4 tokens of each as one batch, then the rest as a second batch.
-  std::vector<std::unique_ptr<model::ContiguousKvCache>> kvs;
+  std::vector<std::unique_ptr<kv::ContiguousKvCache>> kvs;
   for (size_t i = 0; i < prompts.size(); ++i)
-    kvs.push_back(std::make_unique<model::ContiguousKvCache>(c.n_layers, 32, c.n_kv_heads, c.head_dim));
+    kvs.push_back(
+        std::make_unique<kv::ContiguousKvCache>(c.n_layers, 32, c.n_kv_heads, c.head_dim));
   for (int64_t start : {int64_t{0}, int64_t{4}}) {
     std::vector<model::BatchSequence> batch;
     std::vector<int64_t> offset;
@@ -114,7 +118,8 @@ TEST_P(SynthModelTest, BatchedPrefillMatchesTokenByToken) {
   ThreadPool pool(2);
   const std::vector<int32_t> prompt = {1, 7, 300, 201, 42, 399, 3, 260, 12, 11, 10};
   const int64_t n = int64_t(prompt.size());
-  model::ContiguousKvCache kv_batch(c.n_layers, n, c.n_kv_heads, c.head_dim), kv_step(c.n_layers, n, c.n_kv_heads, c.head_dim);
+  kv::ContiguousKvCache kv_batch(c.n_layers, n, c.n_kv_heads, c.head_dim),
+      kv_step(c.n_layers, n, c.n_kv_heads, c.head_dim);
   std::vector<float> batch(size_t(n * c.vocab_size)), step(size_t(c.vocab_size));
   m->forward(prompt.data(), n, 0, kv_batch, n, batch.data(), pool);
   for (int64_t t = 0; t < n; ++t) {
@@ -130,7 +135,7 @@ TEST_P(SynthModelTest, RejectsPositionsPastTheCacheAndBadTokenIds) {
   const auto m = synth_model(GetParam());
   const auto& c = m->config();
   ThreadPool pool(1);
-  model::ContiguousKvCache kv(c.n_layers, 4, c.n_kv_heads, c.head_dim);
+  kv::ContiguousKvCache kv(c.n_layers, 4, c.n_kv_heads, c.head_dim);
   std::vector<float> logits(size_t(c.vocab_size));
   const int32_t ok = 5, bad = int32_t(c.vocab_size);
   EXPECT_THROW(m->forward(&ok, 1, 4, kv, 1, logits.data(), pool), std::out_of_range);

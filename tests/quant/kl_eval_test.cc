@@ -16,7 +16,7 @@
 
 #include "core/file_buffer.h"
 #include "gguf/gguf.h"
-#include "model/kv_cache.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "shared_data.h"
 #include "tokenizer/vocab.h"
@@ -251,8 +251,7 @@ TEST(KlEval, BatchingAndChunkingChangeNothing) {
   EvalOptions counted;
   counted.make_cache = [&](const model::ModelConfig& c, int64_t capacity) {
     ++made;
-    return std::make_unique<model::ContiguousKvCache>(c.n_layers, capacity, c.n_kv_heads,
-                                                      c.head_dim);
+    return std::make_unique<kv::ContiguousKvCache>(c.n_layers, capacity, c.n_kv_heads, c.head_dim);
   };
   const KlStats with_factory = compare_models(*cand, *ref_model, seqs, pool, counted);
   EXPECT_GT(made, 0);
@@ -286,24 +285,24 @@ TEST(KlEval, KvCacheTypesCostWhatTheyRound) {
   ThreadPool pool(2);
   const auto m = random_model(0.0);
   const auto seqs = random_sequences(4, 40, 40, 8);
-  auto kl_with = [&](model::KvType type, int64_t chunk) {
-    model::KvCacheOptions kv;
+  auto kl_with = [&](kv::KvType type, int64_t chunk) {
+    kv::KvCacheOptions kv;
     kv.type = type;
     EvalOptions o;
     o.make_cache = kv_cache_factory(kv);
     o.scored_chunk = chunk;
     return compare_models(*m, *m, seqs, pool, o).mean_kl;
   };
-  const double f16 = kl_with(model::KvType::F16, 0), int8 = kl_with(model::KvType::Int8, 0);
-  EXPECT_EQ(kl_with(model::KvType::F32, 0), 0.0);
+  const double f16 = kl_with(kv::KvType::F16, 0), int8 = kl_with(kv::KvType::Int8, 0);
+  EXPECT_EQ(kl_with(kv::KvType::F32, 0), 0.0);
   EXPECT_GT(f16, 0.0);
   EXPECT_GT(int8, 10 * f16);
   // int8-mixed reads a forward call's own positions in f16: over whole sequences it is f16;
   // position by position, its old positions are int8 (but the sinks and recent window are not).
-  EXPECT_NEAR(kl_with(model::KvType::Int8Mixed, 0), f16, 1e-9 * f16);
-  const double mixed_decoding = kl_with(model::KvType::Int8Mixed, 1);
+  EXPECT_NEAR(kl_with(kv::KvType::Int8Mixed, 0), f16, 1e-9 * f16);
+  const double mixed_decoding = kl_with(kv::KvType::Int8Mixed, 1);
   EXPECT_GT(mixed_decoding, 2 * f16);
-  EXPECT_LT(mixed_decoding, kl_with(model::KvType::Int8, 1));
+  EXPECT_LT(mixed_decoding, kl_with(kv::KvType::Int8, 1));
 }
 
 TEST(KlEval, RejectsBadInputs) {

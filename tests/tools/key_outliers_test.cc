@@ -13,7 +13,7 @@
 
 #include "core/file_buffer.h"
 #include "core/thread_pool.h"
-#include "model/kv_cache.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "model/synth.h"
 #include "shared_data.h"
@@ -43,12 +43,12 @@ std::string synth_f32(const std::string& path) {
 }
 
 // Logits of every position of a fixed random prompt, run token by token through a cache of `type`.
-std::vector<float> logits(const model::Model& m, model::KvType type) {
+std::vector<float> logits(const model::Model& m, kv::KvType type) {
   const model::ModelConfig& c = m.config();
   const int64_t n = 120;
-  model::KvCacheOptions o;
+  kv::KvCacheOptions o;
   o.type = type;
-  model::ContiguousKvCache kv(c, n, o);
+  kv::ContiguousKvCache kv(c.kv_dims(), n, o);
   ThreadPool pool(1);
   std::mt19937 rng(11);
   std::vector<float> all(size_t(n * c.vocab_size));
@@ -80,14 +80,14 @@ TEST(KeyOutliers, SameFunctionAtFullPrecisionAndAHarderInt8Cache) {
   plant_key_outliers(in, out, 64.0);
   const auto original = model::load_model(in), planted = model::load_model(out);
   std::filesystem::remove(out);
-  const auto ref = logits(*original, model::KvType::F32);
-  const auto planted_f32 = logits(*planted, model::KvType::F32);
+  const auto ref = logits(*original, kv::KvType::F32);
+  const auto planted_f32 = logits(*planted, kv::KvType::F32);
   double scale = 0;
   for (float x : ref) scale = std::max(scale, double(std::fabs(x)));
   EXPECT_LT(max_abs_diff(ref, planted_f32), 1e-4 * scale);
 
-  const double original_int8 = rms_diff(ref, logits(*original, model::KvType::Int8));
-  const double planted_int8 = rms_diff(planted_f32, logits(*planted, model::KvType::Int8));
+  const double original_int8 = rms_diff(ref, logits(*original, kv::KvType::Int8));
+  const double planted_int8 = rms_diff(planted_f32, logits(*planted, kv::KvType::Int8));
   EXPECT_GT(planted_int8, 8 * original_int8)
       << "original int8 error " << original_int8 << ", planted " << planted_int8;
 }

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "model/kv_cache.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "train/checkpoint.h"
 #include "train/optimizer.h"
@@ -118,7 +118,7 @@ void expect_forward_equals_the_inference_model(const model::ModelConfig& c) {
   const std::vector<float> train_logits = t.forward(b, pool);
 
   const auto m = to_inference_model(t);
-  model::ContiguousKvCache kv(c.n_layers, c.context_length, c.n_kv_heads, c.head_dim);
+  kv::ContiguousKvCache kv(c.n_layers, c.context_length, c.n_kv_heads, c.head_dim);
   std::vector<float> logits(seq.size() * size_t(c.vocab_size));
   m->forward(seq.data(), int64_t(seq.size()), 0, kv, int64_t(seq.size()), logits.data(), pool);
   double max_diff = 0, max_abs = 0;

@@ -1,18 +1,21 @@
-#include "engine/paged_kv.h"
+#include "kv/paged_kv.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
-namespace shrike::engine {
+namespace shrike::kv {
 
 using kernels::KvFormat;
 
-void PagedKvView::bind(const std::vector<kv::BlockId>& blocks, model::MixedPrecisionKv* mixed) {
+void PagedKvView::bind(const std::vector<BlockId>& blocks, MixedPrecisionKv* mixed,
+                       int64_t capacity) {
   blocks_ = &blocks;
   mixed_ = mixed;
-  capacity_ = int64_t(blocks.size()) * storage_->block_size();
+  const int64_t covered = int64_t(blocks.size()) * storage_->block_size();
+  capacity_ = capacity < 0 ? covered : std::min(capacity, covered);
   const auto n_layers = size_t(storage_->n_layers());
-  const kv::KvStorage& st = *storage_;
+  const KvStorage& st = *storage_;
   for (auto* t : {&k_ptrs_, &v_ptrs_, &k_scales_, &v_scales_}) t->resize(n_layers);
   for (auto* t : {&k_half_, &v_half_}) t->resize(n_layers);
   for (auto* t : {&k_int8_, &v_int8_}) t->resize(n_layers);
@@ -24,18 +27,18 @@ void PagedKvView::bind(const std::vector<kv::BlockId>& blocks, model::MixedPreci
     };
     switch (st.format(layer)) {
       case KvFormat::F32:
-        fill(k_ptrs_, [&](kv::BlockId b) { return st.keys(layer, b); });
-        fill(v_ptrs_, [&](kv::BlockId b) { return st.values(layer, b); });
+        fill(k_ptrs_, [&](BlockId b) { return st.keys(layer, b); });
+        fill(v_ptrs_, [&](BlockId b) { return st.values(layer, b); });
         break;
       case KvFormat::F16:
-        fill(k_half_, [&](kv::BlockId b) { return st.keys_f16(layer, b); });
-        fill(v_half_, [&](kv::BlockId b) { return st.values_f16(layer, b); });
+        fill(k_half_, [&](BlockId b) { return st.keys_f16(layer, b); });
+        fill(v_half_, [&](BlockId b) { return st.values_f16(layer, b); });
         break;
       case KvFormat::Int8:
-        fill(k_int8_, [&](kv::BlockId b) { return st.keys_int8(layer, b); });
-        fill(v_int8_, [&](kv::BlockId b) { return st.values_int8(layer, b); });
-        fill(k_scales_, [&](kv::BlockId b) { return st.key_scales(layer, b); });
-        fill(v_scales_, [&](kv::BlockId b) { return st.value_scales(layer, b); });
+        fill(k_int8_, [&](BlockId b) { return st.keys_int8(layer, b); });
+        fill(v_int8_, [&](BlockId b) { return st.values_int8(layer, b); });
+        fill(k_scales_, [&](BlockId b) { return st.key_scales(layer, b); });
+        fill(v_scales_, [&](BlockId b) { return st.value_scales(layer, b); });
         break;
     }
   }
@@ -68,37 +71,25 @@ kernels::KvRows PagedKvView::rows(int64_t layer, bool values) const {
     case KvFormat::Int8:
       r.int8_blocks = (values ? v_int8_ : k_int8_)[l].data();
       r.scale_blocks = (values ? v_scales_ : k_scales_)[l].data();
-      r.scale_row_stride = 1;  // [kv_head][slot] (kv::KvStorage)
-      r.scale_head_stride = bs;
+      r.scale_row_stride = 1;
+      r.scale_head_stride = bs;  // [kv_head][slot] (KvStorage)
       break;
   }
   return r;
 }
 
-kernels::KvRows PagedKvView::keys(int64_t layer) const {
-  kernels::KvRows k = rows(layer, false);
-  if (mixed_) {
-    kernels::KvRows v = rows(layer, true);
-    mixed_->attach(layer, k, v);
-  }
-  return k;
+kernels::KvRows PagedKvView::view(int64_t layer, bool values) const {
+  kernels::KvRows k = rows(layer, false), v = rows(layer, true);
+  if (mixed_) mixed_->attach(layer, k, v);  // int8 rows name the sequence's f16 copies
+  return values ? v : k;
 }
 
-kernels::KvRows PagedKvView::values(int64_t layer) const {
-  kernels::KvRows v = rows(layer, true);
-  if (mixed_) {
-    kernels::KvRows k = rows(layer, false);
-    mixed_->attach(layer, k, v);
-  }
-  return v;
-}
-
-model::WeightSums PagedKvView::attention_weight_sums(int64_t layer) {
-  return mixed_ ? mixed_->weight_sums(layer) : model::WeightSums{};
+WeightSums PagedKvView::attention_weight_sums(int64_t layer) {
+  return mixed_ ? mixed_->weight_sums(layer) : WeightSums{};
 }
 
 void PagedKvView::end_forward(bool logits) {
   if (mixed_ && logits) mixed_->settle();
 }
 
-}  // namespace shrike::engine
+}  // namespace shrike::kv

@@ -2,8 +2,6 @@
 // (sinks, window, heavy hitters chosen and demoted, f16 layers, bounded f16 memory), its
 // independence from how a prompt is chunked or batched, and what int8 costs on a real model
 // (stories260K: bytes per token, K/V error, KL of the next-token distributions).
-#include "model/kv_cache.h"
-
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,12 +14,20 @@
 #include "core/dtype.h"
 #include "decode/sampler.h"
 #include "kernels/matmul.h"
+#include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "model/synth.h"
 #include "shared_data.h"
 
-namespace shrike::model {
+namespace shrike::kv {
 namespace {
+
+using model::BatchSequence;
+using model::load_model;
+using model::Model;
+using model::ModelConfig;
+using model::SynthOptions;
+using model::write_synth_model;
 
 using Kept = MixedPrecisionKv::Kept;
 
@@ -90,7 +96,7 @@ TEST(KvCacheOptions, NamesValidationAndLayerFormats) {
 }
 
 TEST(MixedPrecisionKv, SinksAndTheWindowKeepCopiesAndF16LayersAreNotTracked) {
-  MixedPrecisionKv m(mixed(2, 3, 0.0, {1}), tiny_config());
+  MixedPrecisionKv m(mixed(2, 3, 0.0, {1}), tiny_config().kv_dims());
   EXPECT_FALSE(m.tracks(1));
   m.begin(0, 10);  // a prefill: every position holds a copy until the logits call decides
   EXPECT_EQ(m.f16_positions(0), 10);
@@ -115,7 +121,7 @@ TEST(MixedPrecisionKv, SinksAndTheWindowKeepCopiesAndF16LayersAreNotTracked) {
 
 TEST(MixedPrecisionKv, HeavyHittersAreChosenFromTheWindowAndDemoted) {
   // No sinks, window 2, top 25%: with 8 positions outside the window, 2 heavy hitters.
-  MixedPrecisionKv m(mixed(0, 2, 0.25), tiny_config(1));
+  MixedPrecisionKv m(mixed(0, 2, 0.25), tiny_config(1).kv_dims());
   m.begin(0, 10);
   add_weight(m, 0, 3, 5.0f);
   add_weight(m, 0, 6, 4.0f);
@@ -156,7 +162,7 @@ TEST(MixedPrecisionKv, HeavyHittersAreChosenFromTheWindowAndDemoted) {
 TEST(MixedPrecisionKv, F16MemoryStaysBoundedAsGenerationGoesOn) {
   const int64_t sinks = 4, window = 8;
   const double heavy = 0.1;
-  MixedPrecisionKv m(mixed(sinks, window, heavy, {1}), tiny_config());
+  MixedPrecisionKv m(mixed(sinks, window, heavy, {1}), tiny_config().kv_dims());
   std::mt19937 rng(3);
   std::exponential_distribution<float> weight(1.0f);
   m.begin(0, 50);  // prompt
@@ -179,15 +185,16 @@ TEST(MixedPrecisionKv, F16MemoryStaysBoundedAsGenerationGoesOn) {
   const auto n = int64_t(m.n_positions());
   const int64_t used = std::max(m.f16_positions(0), m.f16_positions(2));
   EXPECT_LE(m.bytes(), size_t(2 * n * 4 + 2 * std::max<int64_t>(16, 3 * used) * (16 + 4 + 4)));
-  EXPECT_EQ(MixedPrecisionKv::index_bytes_per_token(m.options(), tiny_config()), 2u * 4);
-  EXPECT_EQ(MixedPrecisionKv::copy_bytes_per_token(m.options(), tiny_config()), 2u * (16 + 4));
+  EXPECT_EQ(MixedPrecisionKv::index_bytes_per_token(m.options(), tiny_config().kv_dims()), 2u * 4);
+  EXPECT_EQ(MixedPrecisionKv::copy_bytes_per_token(m.options(), tiny_config().kv_dims()),
+            2u * (16 + 4));
   m.clear();
   EXPECT_EQ(m.f16_bytes(), 0u);
   EXPECT_EQ(m.n_positions(), 0);
 }
 
 TEST(MixedPrecisionKv, RewritingPositionsForgetsTheirState) {
-  MixedPrecisionKv m(mixed(1, 2, 0.25), tiny_config(1));
+  MixedPrecisionKv m(mixed(1, 2, 0.25), tiny_config(1).kv_dims());
   m.begin(0, 8);
   add_weight(m, 0, 4, 3.0f);
   m.settle();  // 5 positions outside sink and window: 1 heavy hitter
@@ -208,7 +215,7 @@ TEST(MixedPrecisionKv, RewritingPositionsForgetsTheirState) {
 }
 
 TEST(MixedPrecisionKv, StoreAndAttachExposeTheF16Copies) {
-  MixedPrecisionKv m(mixed(1, 1, 0.0), tiny_config(1));
+  MixedPrecisionKv m(mixed(1, 1, 0.0), tiny_config(1).kv_dims());
   m.begin(0, 3);
   const float k[4] = {1.5f, -2, 0.1f, 3}, v[4] = {-1, 0.25f, 7, 0.3f};
   m.store(0, 2, k, v);
@@ -234,7 +241,7 @@ TEST(ContiguousKvCache, Int8RowsScalesAndSizes) {
   c.n_kv_heads = 2;
   KvCacheOptions o;
   o.type = KvType::Int8;
-  ContiguousKvCache kv(c, 5, o);
+  ContiguousKvCache kv(c.kv_dims(), 5, o);
   EXPECT_EQ(kv.storage_bytes_per_token(), size_t(2 * 2 * 2 * (4 + 4)));
   kv.begin_forward(0, 3);
   std::mt19937 rng(1);
@@ -260,18 +267,18 @@ TEST(ContiguousKvCache, Int8RowsScalesAndSizes) {
   const auto per_token = [&](KvType t) {
     KvCacheOptions x;
     x.type = t;
-    return ContiguousKvCache(c, 5, x).storage_bytes_per_token();
+    return ContiguousKvCache(c.kv_dims(), 5, x).storage_bytes_per_token();
   };
   EXPECT_EQ(per_token(KvType::F32), size_t(2 * 2 * 2 * 4 * 4));
   EXPECT_EQ(per_token(KvType::F16), size_t(2 * 2 * 2 * 4 * 2));
   EXPECT_EQ(ContiguousKvCache(2, 5, 2, 4).storage_bytes_per_token(), per_token(KvType::F32));
   o.heavy_fraction = 2;
-  EXPECT_THROW(ContiguousKvCache(c, 5, o), std::invalid_argument);
+  EXPECT_THROW(ContiguousKvCache(c.kv_dims(), 5, o), std::invalid_argument);
 }
 
 TEST(ContiguousKvCache, Int8MixedCountsItsCopiesAndKeepsF16LayersInF16) {
   ModelConfig c = tiny_config(3);
-  ContiguousKvCache kv(c, 64, mixed(2, 4, 0.0, {1}));
+  ContiguousKvCache kv(c.kv_dims(), 64, mixed(2, 4, 0.0, {1}));
   ASSERT_NE(kv.mixed(), nullptr);
   EXPECT_TRUE(kv.keys(0).is_int8());
   EXPECT_TRUE(kv.values(1).is_f16());
@@ -354,7 +361,7 @@ TEST(ContiguousKvCache, Int8AndInt8MixedDoNotDependOnChunking) {
   KvCacheOptions int8;
   int8.type = KvType::Int8;
   for (const KvCacheOptions& o : {int8, mixed(4, 8, 0.2, {1})}) {
-    ContiguousKvCache whole(c, 160, o), chunked(c, 160, o);
+    ContiguousKvCache whole(c.kv_dims(), 160, o), chunked(c.kv_dims(), 160, o);
     const auto a = run(*m, whole, prompt, {90}, 40, pool);
     const auto b = run(*m, chunked, prompt, {7, 10, 1, 27}, 40, pool);
     ASSERT_EQ(a.size(), b.size());
@@ -386,7 +393,7 @@ TEST(ContiguousKvCache, Int8AndInt8MixedBatchedEqualAlone) {
                                                        random_tokens(52, 4)};
     std::vector<std::vector<float>> alone;
     for (const auto& p : prompts) {
-      ContiguousKvCache kv(c, 100, o);
+      ContiguousKvCache kv(c.kv_dims(), 100, o);
       alone.push_back(run(*m, kv, p, {int64_t(p.size())}, 12, pool));
     }
     // Together: every step runs all three; prompts in chunks of 16, then decode.
@@ -394,7 +401,8 @@ TEST(ContiguousKvCache, Int8AndInt8MixedBatchedEqualAlone) {
     std::vector<std::vector<int32_t>> tokens = prompts;
     std::vector<int64_t> done(3, 0);
     std::vector<std::vector<float>> together(3);
-    for (int i = 0; i < 3; ++i) kvs.push_back(std::make_unique<ContiguousKvCache>(c, 100, o));
+    for (int i = 0; i < 3; ++i)
+      kvs.push_back(std::make_unique<ContiguousKvCache>(c.kv_dims(), 100, o));
     for (int iter = 0; iter < 200; ++iter) {
       std::vector<BatchSequence> batch;
       std::vector<int> who;
@@ -486,7 +494,7 @@ TEST(ContiguousKvCache, Stories260KBytesPerTokenAndError) {
     double mean_kl = 0, agree = 0, bytes_per_token = 0;
   };
   const auto measure = [&](const KvCacheOptions& o) {
-    ContiguousKvCache kv(c, n, o);
+    ContiguousKvCache kv(c.kv_dims(), n, o);
     std::vector<float> logits(size_t(c.vocab_size));
     Result r;
     for (int64_t p = 0; p < n; ++p) {
@@ -540,4 +548,4 @@ TEST(ContiguousKvCache, Stories260KBytesPerTokenAndError) {
 }
 
 }  // namespace
-}  // namespace shrike::model
+}  // namespace shrike::kv
