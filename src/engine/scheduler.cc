@@ -69,9 +69,16 @@ StepPlan Scheduler::schedule(Clock::time_point now) {
 
 StepPlan Scheduler::schedule_continuous(Clock::time_point /*now*/) {
   StepPlan plan;
-  const int64_t bs = pool_.block_size();
   int64_t budget = config_.max_batch_tokens;
+  plan_running(plan, budget);
+  // Admission, first come first served. Not in a step that preempted: the pool is short, and
+  // the sequence just preempted would be re-admitted at once.
+  if (plan.preempted.empty()) admit_waiting(plan, budget);
+  return plan;
+}
 
+void Scheduler::plan_running(StepPlan& plan, int64_t& budget) {
+  const int64_t bs = pool_.block_size();
   // Running sequences, oldest first. In practice every running sequence but the newest is
   // decoding (a partial prefill chunk uses up the budget or the pool, so nothing is admitted
   // after it), so this order also puts decode tokens before prefill chunks.
@@ -116,10 +123,9 @@ StepPlan Scheduler::schedule_continuous(Clock::time_point /*now*/) {
     budget -= n;
     ++i;
   }
+}
 
-  // Admission, first come first served. Not in a step that preempted: the pool is short, and
-  // the sequence just preempted would be re-admitted at once.
-  if (!plan.preempted.empty()) return plan;
+void Scheduler::admit_waiting(StepPlan& plan, int64_t& budget) {
   while (!waiting_.empty() && n_running() < config_.max_seqs && budget > 0) {
     SeqInfo& seq = get(waiting_.front());
     const int64_t known = int64_t(seq.tokens.size());
@@ -149,7 +155,6 @@ StepPlan Scheduler::schedule_continuous(Clock::time_point /*now*/) {
     plan.items.push_back({seq.id, seq.n_computed, n, seq.n_computed + n == known});
     budget -= n;
   }
-  return plan;
 }
 
 StepPlan Scheduler::schedule_static(Clock::time_point now) {

@@ -136,6 +136,10 @@ class Scheduler {
  private:
   StepPlan schedule_continuous(Clock::time_point now);
   StepPlan schedule_static(Clock::time_point now);
+  // Continuous batching's two halves: the running sequences' tokens (preempting when the pool
+  // is short), then the admission of waiting ones; both spend the step's token budget.
+  void plan_running(StepPlan& plan, int64_t& budget);
+  void admit_waiting(StepPlan& plan, int64_t& budget);
   void release_blocks(SeqInfo& seq);
   void preempt(SeqInfo& seq, StepPlan& plan);
   // Takes a sequence that can never run out of the running/waiting lists, releases its blocks and

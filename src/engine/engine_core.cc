@@ -1,0 +1,252 @@
+#include "engine/engine_core.h"
+
+#include <algorithm>
+#include <exception>
+#include <utility>
+
+namespace shrike::engine {
+namespace {
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// The final event of a request that never reached the scheduler.
+StreamEvent unscheduled_final_event(FinishReason reason, int64_t prompt_tokens, std::string error) {
+  StreamEvent ev;
+  ev.finished = true;
+  ev.finish_reason = reason;
+  ev.error = std::move(error);
+  ev.prompt_tokens = prompt_tokens;
+  return ev;
+}
+
+}  // namespace
+
+EngineCore::EngineCore(const model::Model& model, const tokenizer::Tokenizer& tok,
+                       const EngineConfig& config, EngineMetrics& metrics)
+    : model_(model),
+      tok_(tok),
+      config_(config),
+      metrics_(metrics),
+      pool_(config.kv_blocks, config.block_size),
+      storage_(model.config().n_layers, config.kv_blocks, config.block_size,
+               model.config().n_kv_heads, model.config().head_dim,
+               config.kv.layer_formats(model.config().n_layers)),
+      scheduler_(config.scheduler, pool_),
+      threads_(config.threads > 0 ? config.threads : default_thread_count()) {}
+
+void EngineCore::run() {
+  while (admit()) {
+    const auto now = Clock::now();
+    expire(now);
+    if (scheduler_.idle()) {
+      wait_for_requests();
+      continue;
+    }
+    const StepPlan plan = schedule(now);
+    if (plan.empty()) {
+      wait_until_runnable(now);
+      continue;
+    }
+    if (execute(plan, now)) update(plan);
+    publish();
+  }
+  end_all_at_shutdown();
+}
+
+bool EngineCore::admit() {
+  std::deque<Incoming> arrived;
+  {
+    std::lock_guard lock(inbox_.mu);
+    if (inbox_.stop) return false;
+    arrived.swap(inbox_.incoming);
+  }
+  for (auto& in : arrived) {
+    auto r =
+        std::make_unique<Request>(in.req, in.stream, tok_, model_.config().eos_id, in.submitted);
+    if (!scheduler_.add(in.id, std::move(in.req.prompt), in.req.max_tokens, in.submitted)) {
+      in.stream->push(unscheduled_final_event(FinishReason::Error, int64_t(r->prompt.size()),
+                                              "the queue is full"));
+      status_.in_flight.fetch_sub(1);
+      continue;
+    }
+    requests_.emplace(in.id, std::move(r));
+  }
+  return true;
+}
+
+void EngineCore::expire(Clock::time_point now) {
+  std::vector<std::pair<SeqId, FinishReason>> ending;
+  for (const auto& [id, r] : requests_) {
+    if (r->stream->cancelled())
+      ending.push_back({id, FinishReason::Cancelled});
+    else if (r->deadline && now >= *r->deadline)
+      ending.push_back({id, FinishReason::Deadline});
+  }
+  for (const auto& [id, reason] : ending) end(id, reason);
+}
+
+StepPlan EngineCore::schedule(Clock::time_point now) {
+  StepPlan plan = scheduler_.schedule(now);
+  metrics_.preemptions.fetch_add(int64_t(plan.preempted.size()));
+  for (SeqId id : plan.preempted) mixed_.erase(id);  // recomputed from position 0
+  for (SeqId id : plan.failed)
+    end(id, FinishReason::Error,
+        "the request needs more KV cache than the server has (" +
+            std::to_string(config_.kv_blocks) + " blocks of " + std::to_string(config_.block_size) +
+            " tokens)");
+  return plan;
+}
+
+kv::PagedKvView& EngineCore::bind_view(size_t i, const PlanItem& item, const SeqInfo& seq) {
+  while (views_.size() <= i) views_.push_back(std::make_unique<kv::PagedKvView>(storage_));
+  kv::MixedPrecisionKv* mixed = nullptr;
+  if (config_.kv.mixed()) {
+    auto& m = mixed_[item.id];
+    if (!m) m = std::make_unique<kv::MixedPrecisionKv>(config_.kv, model_.config().kv_dims());
+    mixed = m.get();
+  }
+  views_[i]->bind(seq.table.blocks(), mixed);
+  return *views_[i];
+}
+
+bool EngineCore::execute(const StepPlan& plan, Clock::time_point now) {
+  batch_.clear();
+  int64_t n_logits = 0;
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    const PlanItem& item = plan.items[i];
+    const SeqInfo& seq = *scheduler_.find(item.id);
+    Request& r = *requests_.at(item.id);
+    if (!r.scheduled) {
+      r.scheduled = true;
+      r.output.set_cached_prompt(seq.n_cached_prompt);
+      metrics_.queue_wait.observe(seconds(now - r.submitted));
+    }
+    batch_.push_back({seq.tokens.data() + item.pos0, item.n_tokens, item.pos0,
+                      &bind_view(i, item, seq), item.samples ? 1 : 0});
+    n_logits += item.samples ? 1 : 0;
+  }
+  logits_.resize(size_t(std::max<int64_t>(1, n_logits) * model_.config().vocab_size));
+  try {
+    model_.forward_batch(batch_.data(), int64_t(batch_.size()), logits_.data(), threads_);
+  } catch (const std::exception& e) {
+    // Should not happen (the scheduler and submit() validate everything); fail the step's
+    // requests rather than the whole server.
+    for (const PlanItem& item : plan.items)
+      end(item.id, FinishReason::Error, std::string("forward pass failed: ") + e.what());
+    return false;
+  }
+  return true;
+}
+
+void EngineCore::update(const StepPlan& plan) {
+  scheduler_.commit(plan);
+  metrics_.steps.fetch_add(1);
+  metrics_.batch_tokens.fetch_add(plan.total_tokens());
+  int64_t row = 0;
+  for (const PlanItem& item : plan.items) {
+    if (!item.samples) continue;
+    if (const SeqInfo* seq = scheduler_.find(item.id))
+      sample(item.id, logits_.data() + row * model_.config().vocab_size, *seq);
+    ++row;
+  }
+}
+
+void EngineCore::sample(SeqId id, float* logits, const SeqInfo& seq) {
+  Request& r = *requests_.at(id);
+  const decode::SampleResult s =
+      r.sampler.sample(logits, model_.config().vocab_size, std::span<const int32_t>(r.prompt),
+                       std::span<const int32_t>(r.output.output()));
+  const auto now = Clock::now();
+  if (r.output.output().empty()) {
+    r.first_token = now;
+    metrics_.time_to_first_token.observe(seconds(now - r.submitted));
+  } else {
+    metrics_.inter_token_latency.observe(seconds(now - r.last_token));
+  }
+  r.last_token = now;
+  const bool context_full = int64_t(seq.tokens.size()) + 1 >= config_.scheduler.context_length;
+  OutputProcessor::Update u = r.output.add(s, context_full);
+  if (!u.event.tokens.empty()) metrics_.generated_tokens.fetch_add(1);
+  if (u.finish) return end(id, std::move(u.event));
+  scheduler_.append_token(id, s.token);
+  r.stream->push(std::move(u.event));
+}
+
+void EngineCore::end(SeqId id, FinishReason reason, std::string error) {
+  const auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  end(id, it->second->output.finish(reason, std::move(error)));
+}
+
+void EngineCore::end(SeqId id, StreamEvent final_event) {
+  const auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  Request& r = *it->second;
+  const FinishReason reason = final_event.finish_reason;
+  metrics_.finished[size_t(reason)].fetch_add(1);
+  if (reason == FinishReason::Deadline) metrics_.timed_out.fetch_add(1);
+  metrics_.e2e_latency.observe(seconds(Clock::now() - r.submitted));
+  const size_t n = r.output.output().size();
+  if (n >= 2)
+    metrics_.time_per_output_token.observe(seconds(r.last_token - r.first_token) / double(n - 1));
+  scheduler_.finish(id);
+  mixed_.erase(id);
+  publish();
+  status_.in_flight.fetch_sub(1);
+  r.stream->push(std::move(final_event));
+  requests_.erase(it);
+}
+
+void EngineCore::wait_for_requests() {
+  publish();
+  std::unique_lock lock(inbox_.mu);
+  inbox_.cv.wait(lock, [&] { return inbox_.stop || !inbox_.incoming.empty(); });
+}
+
+void EngineCore::wait_until_runnable(Clock::time_point now) {
+  publish();
+  auto wake = std::min(scheduler_.next_batch_deadline(), now + std::chrono::milliseconds(20));
+  for (const auto& [id, r] : requests_)
+    if (r->deadline) wake = std::min(wake, *r->deadline);
+  std::unique_lock lock(inbox_.mu);
+  inbox_.cv.wait_until(lock, wake, [&] { return inbox_.stop || !inbox_.incoming.empty(); });
+}
+
+void EngineCore::end_all_at_shutdown() {
+  std::vector<SeqId> ids;
+  for (const auto& [id, r] : requests_) ids.push_back(id);
+  for (SeqId id : ids) end(id, FinishReason::Cancelled);
+  std::lock_guard lock(inbox_.mu);
+  for (auto& in : inbox_.incoming)
+    in.stream->push(
+        unscheduled_final_event(FinishReason::Cancelled, int64_t(in.req.prompt.size()), {}));
+  status_.in_flight.fetch_sub(int64_t(inbox_.incoming.size()));
+  inbox_.incoming.clear();
+  publish();
+}
+
+void EngineCore::publish() {
+  const kv::PoolStats ps = pool_.stats();
+  status_.running.store(scheduler_.n_running());
+  status_.waiting.store(scheduler_.n_waiting());
+  status_.blocks_used.store(ps.blocks_in_use);
+  status_.blocks_cached.store(ps.blocks_cached);
+  status_.prefix_queried.store(ps.prefix_queried_tokens);
+  status_.prefix_hit.store(ps.prefix_hit_tokens);
+  size_t copies = 0, state = 0;
+  for (const auto& [id, m] : mixed_) {
+    copies += m->f16_bytes();
+    state += m->bytes();
+  }
+  status_.f16_copy_bytes.store(int64_t(copies));
+  status_.mixed_bytes.store(int64_t(state));
+  int64_t tokens = 0;
+  for (const auto& [id, r] : requests_)
+    if (const SeqInfo* seq = scheduler_.find(id); seq && seq->state == SeqState::Running)
+      tokens += seq->n_computed;
+  status_.tokens_used.store(tokens);
+}
+
+}  // namespace shrike::engine
