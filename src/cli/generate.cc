@@ -48,6 +48,7 @@ int run_generate(GenerateArgs a) {
                                 std::to_string(c.context_length));
   kv::ContiguousKvCache kv(c.kv_dims(), capacity, a.kv);
   std::vector<float> logits(size_t(c.vocab_size));
+  model::ForwardScratch scratch;
   decode::Sampler sampler(a.sampling);
 
   // Prefill in chunks so that scratch memory stays bounded for long prompts.
@@ -56,7 +57,8 @@ int run_generate(GenerateArgs a) {
   const int64_t n_prompt = int64_t(tokens.size());
   for (int64_t p = 0; p < n_prompt; p += kChunk) {
     const int64_t len = std::min(kChunk, n_prompt - p);
-    model->forward(tokens.data() + p, len, p, kv, p + len == n_prompt ? 1 : 0, logits.data(), pool);
+    model->forward(tokens.data() + p, len, p, kv, p + len == n_prompt ? 1 : 0, logits.data(), pool,
+                   scratch);
   }
   const double prefill_s = seconds_since(t0);
 
@@ -81,7 +83,7 @@ int run_generate(GenerateArgs a) {
     first_piece = false;
     std::fflush(stdout);
     if (generated == a.n || pos >= capacity) break;
-    model->forward(&next, 1, pos, kv, 1, logits.data(), pool);
+    model->forward(&next, 1, pos, kv, 1, logits.data(), pool, scratch);
   }
   const std::string rest = utf8.flush();
   std::fwrite(rest.data(), 1, rest.size(), stdout);

@@ -6,7 +6,6 @@
 #include <stdexcept>
 
 #include "engine/engine_core.h"
-#include "kernels/matmul.h"
 #include "kv/budget.h"
 
 namespace shrike::engine {
@@ -22,7 +21,6 @@ Engine::Engine(const model::Model& model, const tokenizer::Tokenizer& tok, Engin
   config_.kv.validate(mc.n_layers);
   // A reused block would come without the sequence's f16 copies and weight sums (engine.h).
   if (config_.kv.mixed()) sc.prefix_caching = false;
-  if (config_.batch_invariant) kernels::set_batch_invariant(true);
   int64_t n_blocks = config_.kv_blocks;
   if (n_blocks <= 0)
     n_blocks = kv::blocks_within_budget(config_.kv, mc.kv_dims(),

@@ -52,8 +52,9 @@ struct EngineConfig {
   // Invalid options: std::invalid_argument.
   kv::KvCacheOptions kv{kv::KvType::F16};
   int threads = 0;  // 0: default_thread_count()
-  // Turns on kernels::set_batch_invariant (process-wide): float-weight outputs then do not depend
-  // on what else is batched, at some cost to single-sequence decode (quantised weights always are).
+  // The engine's forward passes sum every product in one order (model::ForwardOptions): float-
+  // weight outputs then do not depend on what else is batched, at some cost to single-sequence
+  // decode (quantised weights always are). Per engine, not process-wide.
   bool batch_invariant = false;
 };
 

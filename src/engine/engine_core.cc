@@ -34,7 +34,9 @@ EngineCore::EngineCore(const model::Model& model, const tokenizer::Tokenizer& to
                model.config().n_kv_heads, model.config().head_dim,
                config.kv.layer_formats(model.config().n_layers)),
       scheduler_(config.scheduler, pool_),
-      threads_(config.threads > 0 ? config.threads : default_thread_count()) {}
+      threads_(config.threads > 0 ? config.threads : default_thread_count()) {
+  forward_options_.matmul.batch_invariant = config.batch_invariant;
+}
 
 void EngineCore::run() {
   while (admit()) {
@@ -129,7 +131,8 @@ bool EngineCore::execute(const StepPlan& plan, Clock::time_point now) {
   }
   logits_.resize(size_t(std::max<int64_t>(1, n_logits) * model_.config().vocab_size));
   try {
-    model_.forward_batch(batch_.data(), int64_t(batch_.size()), logits_.data(), threads_);
+    model_.forward_batch(batch_.data(), int64_t(batch_.size()), logits_.data(), threads_, scratch_,
+                         forward_options_);
   } catch (const std::exception& e) {
     // Should not happen (the scheduler and submit() validate everything); fail the step's
     // requests rather than the whole server.

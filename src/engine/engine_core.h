@@ -130,6 +130,9 @@ class EngineCore {
   // int8-mixed: each running sequence's f16 copies and attention weight sums (dropped when it
   // ends or is preempted: it is then recomputed from position 0).
   std::unordered_map<SeqId, std::unique_ptr<kv::MixedPrecisionKv>> mixed_;
+  // The forward pass's activations and how its products sum (EngineConfig::batch_invariant).
+  model::ForwardScratch scratch_;
+  model::ForwardOptions forward_options_;
   std::vector<model::BatchSequence> batch_;
   std::vector<float> logits_;
 };

@@ -4,7 +4,6 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -273,19 +272,8 @@ void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_r
   }
 }
 
-namespace {
-std::atomic<bool> g_batch_invariant{false};
-}  // namespace
-
-void set_batch_invariant(bool on) {
-  g_batch_invariant.store(on, std::memory_order_relaxed);
-}
-bool batch_invariant() {
-  return g_batch_invariant.load(std::memory_order_relaxed);
-}
-
 void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
-                 ThreadPool& pool) {
+                 ThreadPool& pool, MatmulOptions opt) {
   if (n <= 0 || w.rows() <= 0) return;
   const detail::IsaMatmul& k = isa_table(isa);
   detail::GemmArgs a{};
@@ -297,7 +285,7 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
   a.n = n;
   a.x = x;
   a.y = y;
-  a.invariant = batch_invariant();
+  a.invariant = opt.batch_invariant;
   const int nt = pool.size();
   const DType type = w.type();
   const bool quantised = (type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q8_C ||
@@ -394,8 +382,9 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
   });
 }
 
-void matmul(const PackedMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool) {
-  matmul_with(active_isa(), w, x, n, y, pool);
+void matmul(const PackedMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool,
+            MatmulOptions opt) {
+  matmul_with(active_isa(), w, x, n, y, pool, opt);
 }
 
 }  // namespace shrike::kernels

@@ -50,23 +50,26 @@ class PackedMatrix {
   friend struct PackedMatrixAccess;
 };
 
+// How a product is computed, chosen per call.
+struct MatmulOptions {
+  // Batch invariance: the product for a single token (n = 1) sums in the same order as for that
+  // token inside a batch of any size, so a sequence's output does not depend on what else shares
+  // the step (serving with continuous batching). Quantised types (Q8_0 / Q4_0 / Q8_C / Q4_G128)
+  // sum in one order regardless; for float weights (FP8_E4M3 included) the fast single-token
+  // kernels (several accumulators per row) are given up, which costs about a quarter of
+  // single-sequence decode speed.
+  bool batch_invariant = false;
+};
+
 // Y = X · Wᵀ: x is [n][cols] f32 row-major, y is [n][rows] f32 row-major. Work is split over the
 // pool. Uses active_isa(). For Q8_0 / Q4_0 / Q8_C / Q4_G128 the activations may be quantised to
 // 8 bits per block of 32 (as llama.cpp does) where that is faster; the result then differs from
 // the exact product by that rounding only.
-void matmul(const PackedMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool);
+void matmul(const PackedMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool,
+            MatmulOptions opt = {});
 // Same, computed with a given ISA (must be supported): for tests and benchmarks.
 void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
-                 ThreadPool& pool);
-
-// Batch invariance: when on, the product for a single token (n = 1) sums in the same order as
-// for that token inside a batch of any size, so a sequence's output does not depend on what else
-// shares the step (serving with continuous batching). Quantised types (Q8_0 / Q4_0 / Q8_C /
-// Q4_G128) sum in one order regardless; for float weights (FP8_E4M3 included) the fast
-// single-token kernels (several accumulators per row) are given up, which costs about a quarter of
-// single-sequence decode speed. Off by default; process-wide.
-void set_batch_invariant(bool on);
-bool batch_invariant();
+                 ThreadPool& pool, MatmulOptions opt = {});
 
 // The obviously-correct reference: dequantise each row of the file layout to f32 and take exact
 // f32 dot products (double accumulation), single-threaded.

@@ -64,7 +64,7 @@ struct GemmArgs {
   // group's sum of quantised activations, which multiplies the minimum m.
   const float* xm;
   float* y;  // [n][rows]
-  // Sum in the batched kernels' order even for n = 1 (see set_batch_invariant).
+  // Sum in the batched kernels' order even for n = 1 (MatmulOptions::batch_invariant).
   bool invariant;
 };
 

@@ -81,30 +81,43 @@ std::string Model::describe() const {
   return s.str();
 }
 
-void Model::ensure_scratch(int64_t n) const {
+void Model::ensure_scratch(ForwardScratch& scratch, int64_t n) const {
   const auto& c = config_;
   const size_t un = size_t(n);
-  resize(scratch_.x, un * size_t(c.dim));
-  resize(scratch_.xn, un * size_t(std::max(c.dim, c.q_dim())));
-  resize(scratch_.q, un * size_t(c.q_dim()));
-  resize(scratch_.k, un * size_t(c.kv_dim()));
-  resize(scratch_.v, un * size_t(c.kv_dim()));
-  resize(scratch_.att, un * size_t(c.q_dim()));
-  resize(scratch_.gate, un * size_t(c.ffn_dim));
-  resize(scratch_.up, un * size_t(c.ffn_dim));
-  resize(scratch_.rope_table, un * size_t(c.rope_dims));
-  if (scratch_.position.size() < un) scratch_.position.resize(un);
-  if (scratch_.sequence.size() < un) scratch_.sequence.resize(un);
+  resize(scratch.x, un * size_t(c.dim));
+  resize(scratch.xn, un * size_t(std::max(c.dim, c.q_dim())));
+  resize(scratch.q, un * size_t(c.q_dim()));
+  resize(scratch.k, un * size_t(c.kv_dim()));
+  resize(scratch.v, un * size_t(c.kv_dim()));
+  resize(scratch.att, un * size_t(c.q_dim()));
+  resize(scratch.gate, un * size_t(c.ffn_dim));
+  resize(scratch.up, un * size_t(c.ffn_dim));
+  resize(scratch.rope_table, un * size_t(c.rope_dims));
+  if (scratch.position.size() < un) scratch.position.resize(un);
+  if (scratch.sequence.size() < un) scratch.sequence.resize(un);
 }
 
 void Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, kv::KvCache& kv,
-                    int64_t n_logits, float* logits, ThreadPool& pool) const {
+                    int64_t n_logits, float* logits, ThreadPool& pool, ForwardScratch& scratch,
+                    ForwardOptions opt) const {
   const BatchSequence seq{tokens, n, pos0, &kv, n_logits};
-  forward_batch(&seq, 1, logits, pool);
+  forward_batch(&seq, 1, logits, pool, scratch, opt);
+}
+
+void Model::forward(const int32_t* tokens, int64_t n, int64_t pos0, kv::KvCache& kv,
+                    int64_t n_logits, float* logits, ThreadPool& pool, ForwardOptions opt) const {
+  ForwardScratch scratch;
+  forward(tokens, n, pos0, kv, n_logits, logits, pool, scratch, opt);
 }
 
 void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logits,
-                          ThreadPool& pool) const {
+                          ThreadPool& pool, ForwardOptions opt) const {
+  ForwardScratch scratch;
+  forward_batch(seqs, n_seqs, logits, pool, scratch, opt);
+}
+
+void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logits,
+                          ThreadPool& pool, ForwardScratch& scratch, ForwardOptions opt) const {
   const auto& c = config_;
   int64_t n = 0, n_logits = 0;
   for (int64_t i = 0; i < n_seqs; ++i) {
@@ -129,27 +142,27 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
   if (n == 0) return;
   for (int64_t i = 0; i < n_seqs; ++i)
     if (seqs[i].n_tokens > 0) seqs[i].kv->begin_forward(seqs[i].pos0, seqs[i].n_tokens);
-  ensure_scratch(n);
+  ensure_scratch(scratch, n);
   for (int64_t i = 0, t = 0; i < n_seqs; ++i)
     for (int64_t j = 0; j < seqs[i].n_tokens; ++j, ++t) {
-      scratch_.position[size_t(t)] = seqs[i].pos0 + j;
-      scratch_.sequence[size_t(t)] = int32_t(i);
+      scratch.position[size_t(t)] = seqs[i].pos0 + j;
+      scratch.sequence[size_t(t)] = int32_t(i);
     }
-  const int64_t* position = scratch_.position.data();
-  const int32_t* sequence = scratch_.sequence.data();
+  const int64_t* position = scratch.position.data();
+  const int32_t* sequence = scratch.sequence.data();
 
   // Rotation angles for these positions (model/rope.h, shared with the trainer).
   for_each_token(n, pool, [&](int64_t t) {
-    rope_cos_sin(scratch_.rope_table.data() + t * c.rope_dims, position[t], c.rope_theta,
+    rope_cos_sin(scratch.rope_table.data() + t * c.rope_dims, position[t], c.rope_theta,
                  c.rope_dims, c.rope_freq_factors);
     const BatchSequence& s = seqs[sequence[t]];
     weights_.token_embedding.dequantize_row(s.tokens[position[t] - s.pos0],
-                                            scratch_.x.data() + t * c.dim);
+                                            scratch.x.data() + t * c.dim);
   });
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    attention_block(l, n, seqs, n_seqs, pool);
-    ffn_block(l, n, pool);
+    attention_block(l, n, seqs, n_seqs, pool, scratch, opt.matmul);
+    ffn_block(l, n, pool, scratch, opt.matmul);
   }
   for (int64_t i = 0; i < n_seqs; ++i)
     if (seqs[i].n_tokens > 0) seqs[i].kv->end_forward(seqs[i].n_logits > 0);
@@ -158,32 +171,33 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
   // The rows whose logits are wanted: the last n_logits tokens of each sequence, in order.
   for (int64_t i = 0, t = 0, r = 0; i < n_seqs; t += seqs[i].n_tokens, ++i)
     for (int64_t j = seqs[i].n_tokens - seqs[i].n_logits; j < seqs[i].n_tokens; ++j, ++r)
-      scratch_.position[size_t(r)] = t + j;  // (positions are no longer needed)
+      scratch.position[size_t(r)] = t + j;  // (positions are no longer needed)
   for_each_token(n_logits, pool, [&](int64_t r) {
-    kernels::rmsnorm(scratch_.xn.data() + r * c.dim, scratch_.x.data() + position[r] * c.dim,
+    kernels::rmsnorm(scratch.xn.data() + r * c.dim, scratch.x.data() + position[r] * c.dim,
                      weights_.output_norm.data(), c.dim, c.rms_eps);
   });
-  kernels::matmul(output_matrix(), scratch_.xn.data(), n_logits, logits, pool);
+  kernels::matmul(output_matrix(), scratch.xn.data(), n_logits, logits, pool, opt.matmul);
 }
 
 void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs, int64_t n_seqs,
-                            ThreadPool& pool) const {
+                            ThreadPool& pool, ForwardScratch& scratch,
+                            const kernels::MatmulOptions& mm) const {
   const auto& c = config_;
   const auto& w = weights_.layers[size_t(layer)];
-  float* x = scratch_.x.data();
-  float* xn = scratch_.xn.data();
-  float* q = scratch_.q.data();
-  float* k = scratch_.k.data();
-  float* v = scratch_.v.data();
-  const int64_t* position = scratch_.position.data();
-  const int32_t* sequence = scratch_.sequence.data();
+  float* x = scratch.x.data();
+  float* xn = scratch.xn.data();
+  float* q = scratch.q.data();
+  float* k = scratch.k.data();
+  float* v = scratch.v.data();
+  const int64_t* position = scratch.position.data();
+  const int32_t* sequence = scratch.sequence.data();
 
   for_each_token(n, pool, [&](int64_t t) {
     kernels::rmsnorm(xn + t * c.dim, x + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps);
   });
-  kernels::matmul(w.wq, xn, n, q, pool);
-  kernels::matmul(w.wk, xn, n, k, pool);
-  kernels::matmul(w.wv, xn, n, v, pool);
+  kernels::matmul(w.wq, xn, n, q, pool, mm);
+  kernels::matmul(w.wk, xn, n, k, pool, mm);
+  kernels::matmul(w.wv, xn, n, v, pool, mm);
 
   for_each_token(n, pool, [&](int64_t t) {
     float* qt = q + t * c.q_dim();
@@ -194,14 +208,14 @@ void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs,
       add_in_place(kt, w.bk.data(), c.kv_dim());
       add_in_place(vt, w.bv.data(), c.kv_dim());
     }
-    const float* cs = scratch_.rope_table.data() + t * c.rope_dims;
+    const float* cs = scratch.rope_table.data() + t * c.rope_dims;
     kernels::rope(qt, c.n_heads, c.head_dim, c.rope_dims, cs, c.rope_layout);
     kernels::rope(kt, c.n_kv_heads, c.head_dim, c.rope_dims, cs, c.rope_layout);
     seqs[sequence[t]].kv->store(layer, position[t], kt, vt);
   });
 
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
-  auto& jobs = scratch_.jobs;
+  auto& jobs = scratch.jobs;
   jobs.clear();
   for (int64_t i = 0, t = 0; i < n_seqs; t += seqs[i].n_tokens, ++i) {
     const BatchSequence& s = seqs[i];
@@ -210,31 +224,32 @@ void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs,
                                         c.n_kv_heads, c.head_dim, scale};
     const kv::WeightSums sums = s.kv->attention_weight_sums(layer);
     jobs.push_back({shape, q + t * c.q_dim(), s.kv->keys(layer), s.kv->values(layer),
-                    scratch_.att.data() + t * c.q_dim(), sums.data, sums.stride, sums.index});
+                    scratch.att.data() + t * c.q_dim(), sums.data, sums.stride, sums.index});
   }
   kernels::attention_batch(jobs.data(), int64_t(jobs.size()), pool);
 
-  kernels::matmul(w.wo, scratch_.att.data(), n, xn, pool);
+  kernels::matmul(w.wo, scratch.att.data(), n, xn, pool, mm);
   add_in_place(x, xn, n * c.dim);
 }
 
-void Model::ffn_block(int64_t layer, int64_t n, ThreadPool& pool) const {
+void Model::ffn_block(int64_t layer, int64_t n, ThreadPool& pool, ForwardScratch& scratch,
+                      const kernels::MatmulOptions& mm) const {
   const auto& c = config_;
   const auto& w = weights_.layers[size_t(layer)];
-  float* x = scratch_.x.data();
-  float* xn = scratch_.xn.data();
-  float* gate = scratch_.gate.data();
-  float* up = scratch_.up.data();
+  float* x = scratch.x.data();
+  float* xn = scratch.xn.data();
+  float* gate = scratch.gate.data();
+  float* up = scratch.up.data();
 
   for_each_token(n, pool, [&](int64_t t) {
     kernels::rmsnorm(xn + t * c.dim, x + t * c.dim, w.ffn_norm.data(), c.dim, c.rms_eps);
   });
-  kernels::matmul(w.w_gate, xn, n, gate, pool);
-  kernels::matmul(w.w_up, xn, n, up, pool);
+  kernels::matmul(w.w_gate, xn, n, gate, pool, mm);
+  kernels::matmul(w.w_up, xn, n, up, pool, mm);
   for_each_token(n, pool, [&](int64_t t) {
     kernels::silu_mul(gate + t * c.ffn_dim, gate + t * c.ffn_dim, up + t * c.ffn_dim, c.ffn_dim);
   });
-  kernels::matmul(w.w_down, gate, n, xn, pool);
+  kernels::matmul(w.w_down, gate, n, xn, pool, mm);
   add_in_place(x, xn, n * c.dim);
 }
 

@@ -35,13 +35,23 @@ struct ModelWeights {
   kernels::PackedMatrix output;    // [vocab][dim]; empty when tied to the embedding
 };
 
-// Activations of one forward call, reused across calls (grown, never shrunk).
+// Activations of one forward call, owned by the caller and reused across its calls (grown, never
+// shrunk), so that a const Model holds no per-call state and threads can share it, each with its
+// own scratch.
 struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, gate, up;
   std::vector<float> rope_table;  // [n_tokens][rope_dims/2][cos, sin] for this call's positions
   std::vector<int64_t> position;  // per token of the batch
   std::vector<int32_t> sequence;  // per token: index of its sequence in the batch
   std::vector<kernels::AttentionJob> jobs;
+};
+
+// How a forward call computes.
+struct ForwardOptions {
+  // Matrix products (kernels::MatmulOptions). batch_invariant: a sequence's logits are the same
+  // bits whatever else is in the batch, for float weights too (quantised weights always are), at
+  // some cost to single-sequence decode.
+  kernels::MatmulOptions matmul{};
 };
 
 // One sequence's share of a batched forward pass: tokens[0..n_tokens) at positions pos0.. with
@@ -72,27 +82,34 @@ class Model {
   // Runs tokens[0..n) at positions pos0..pos0+n-1, storing their keys/values in kv, and writes
   // the logits of the last `n_logits` tokens (0 <= n_logits <= n) to logits: [n_logits][vocab].
   // Throws std::out_of_range when the positions exceed the cache or the model's context, or a
-  // token id is outside the vocabulary.
+  // token id is outside the vocabulary. Loops pass their own scratch; without one, the call
+  // allocates its activations.
   void forward(const int32_t* tokens, int64_t n, int64_t pos0, kv::KvCache& kv, int64_t n_logits,
-               float* logits, ThreadPool& pool) const;
+               float* logits, ThreadPool& pool, ForwardScratch& scratch,
+               ForwardOptions opt = {}) const;
+  void forward(const int32_t* tokens, int64_t n, int64_t pos0, kv::KvCache& kv, int64_t n_logits,
+               float* logits, ThreadPool& pool, ForwardOptions opt = {}) const;
 
   // A ragged batch: every sequence with its own tokens, positions and cache, in one pass (each
   // weight matrix is read once for all of them). logits: [sum of n_logits][vocab], sequence by
   // sequence. The model does not know or care whether a sequence is prefilling or decoding. With
-  // kernels::batch_invariant() on (or quantised weights) a sequence's logits are the same bits
+  // opt.matmul.batch_invariant (or quantised weights) a sequence's logits are the same bits
   // whatever else is in the batch. Throws like forward(), naming the sequence.
-  void forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logits,
-                     ThreadPool& pool) const;
+  void forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logits, ThreadPool& pool,
+                     ForwardScratch& scratch, ForwardOptions opt = {}) const;
+  void forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logits, ThreadPool& pool,
+                     ForwardOptions opt = {}) const;
 
  private:
   void attention_block(int64_t layer, int64_t n, const BatchSequence* seqs, int64_t n_seqs,
-                       ThreadPool& pool) const;
-  void ffn_block(int64_t layer, int64_t n, ThreadPool& pool) const;
-  void ensure_scratch(int64_t n) const;
+                       ThreadPool& pool, ForwardScratch& scratch,
+                       const kernels::MatmulOptions& mm) const;
+  void ffn_block(int64_t layer, int64_t n, ThreadPool& pool, ForwardScratch& scratch,
+                 const kernels::MatmulOptions& mm) const;
+  void ensure_scratch(ForwardScratch& scratch, int64_t n) const;
 
   ModelConfig config_;
   ModelWeights weights_;
-  mutable ForwardScratch scratch_;
 };
 
 // Makes the cache one sequence's forward passes use (capacity: positions). Evaluation and task

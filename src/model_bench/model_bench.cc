@@ -43,12 +43,14 @@ std::vector<VerifyStepResult> verify_steps(const model::Model& m, ThreadPool& po
   const auto tokens = random_tokens(context + longest, c.vocab_size, 11);
   kv::ContiguousKvCache kv(c.kv_dims(), context + longest, opt.kv);
   std::vector<float> logits(size_t(longest * c.vocab_size));
-  m.forward(tokens.data(), context, 0, kv, 0, logits.data(), pool);
+  model::ForwardScratch scratch;  // grown by the longest step of the warm-up round
+  m.forward(tokens.data(), context, 0, kv, 0, logits.data(), pool, scratch);
   std::vector<std::vector<double>> times(sizes.size());
   for (int r = 0; r < opt.repeats + 1; ++r)
     for (size_t i = 0; i < sizes.size(); ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      m.forward(&tokens[size_t(context)], sizes[i], context, kv, sizes[i], logits.data(), pool);
+      m.forward(&tokens[size_t(context)], sizes[i], context, kv, sizes[i], logits.data(), pool,
+                scratch);
       if (r > 0) times[i].push_back(seconds_since(t0));  // the first round warms up
     }
   std::vector<VerifyStepResult> out;
@@ -69,6 +71,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   out.threads = pool.size();
   out.decode_weight_bytes = m.decode_weight_bytes();
   std::vector<float> logits(size_t(c.vocab_size));
+  model::ForwardScratch scratch;  // allocated by the warm-up calls, reused by the timed ones
 
   // Prefill: the whole prompt in one forward call on an empty cache, logits of the last token
   // only (as a server does).
@@ -76,11 +79,11 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
     const int64_t len = std::min(p, c.context_length);
     const auto tokens = random_tokens(len, c.vocab_size, 42);
     kv::ContiguousKvCache kv(c.kv_dims(), len, opt.kv);
-    m.forward(tokens.data(), len, 0, kv, 1, logits.data(), pool);  // warm-up
+    m.forward(tokens.data(), len, 0, kv, 1, logits.data(), pool, scratch);  // warm-up
     std::vector<double> rates;
     for (int r = 0; r < opt.repeats; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
-      m.forward(tokens.data(), len, 0, kv, 1, logits.data(), pool);
+      m.forward(tokens.data(), len, 0, kv, 1, logits.data(), pool, scratch);
       rates.push_back(double(len) / seconds_since(t0));
     }
     out.prefill.push_back({len, median(rates)});
@@ -97,10 +100,10 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
     for (int r = 0; r < opt.repeats + 1; ++r) {
       if (opt.roofline && r > 0)
         bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
-      m.forward(tokens.data(), 1, 0, kv, 1, logits.data(), pool);
+      m.forward(tokens.data(), 1, 0, kv, 1, logits.data(), pool, scratch);
       const auto t0 = std::chrono::steady_clock::now();
       for (int64_t i = 1; i <= n; ++i)
-        m.forward(&tokens[size_t(i)], 1, i, kv, 1, logits.data(), pool);
+        m.forward(&tokens[size_t(i)], 1, i, kv, 1, logits.data(), pool, scratch);
       if (r > 0) rates.push_back(double(n) / seconds_since(t0));  // first round warms up
     }
     out.decode_tok_per_s = median(rates);
@@ -121,7 +124,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
     auto step = [&](int64_t pos) {
       for (int64_t s = 0; s < b; ++s)
         seqs[size_t(s)] = {&tokens[size_t(s)][size_t(pos)], 1, pos, kvs[size_t(s)].get(), 1};
-      m.forward_batch(seqs.data(), b, batch_logits.data(), pool);
+      m.forward_batch(seqs.data(), b, batch_logits.data(), pool, scratch);
     };
     std::vector<double> batch_rates;
     for (int r = 0; r < opt.repeats + 1; ++r) {

@@ -66,6 +66,7 @@ std::vector<std::string> generate_answers(const model::Model& m, const tokenizer
   const model::ModelConfig& c = m.config();
   std::vector<std::string> out(examples.size());
   std::vector<float> logits;
+  model::ForwardScratch scratch;
   for (size_t first = 0; first < examples.size(); first += size_t(batch)) {
     const size_t n = std::min(examples.size() - first, size_t(batch));
     std::vector<std::vector<int32_t>> prompts(n), answers(n);
@@ -104,7 +105,7 @@ std::vector<std::string> generate_answers(const model::Model& m, const tokenizer
       }
       if (seqs.empty()) break;
       logits.resize(seqs.size() * size_t(c.vocab_size));
-      m.forward_batch(seqs.data(), int64_t(seqs.size()), logits.data(), pool);
+      m.forward_batch(seqs.data(), int64_t(seqs.size()), logits.data(), pool, scratch);
       for (size_t j = 0; j < members.size(); ++j) {
         const size_t i = members[j];
         const float* row = logits.data() + j * size_t(c.vocab_size);

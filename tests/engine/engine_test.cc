@@ -316,14 +316,12 @@ TEST(Engine, Int8MixedCountsItsCopiesAndReleasesThem) {
 
 // Quantised weights are batch-invariant without the (float-only) batch-invariant mode.
 TEST(Engine, Q8ModelGivesSoloOutputsWithoutTheInvariantMode) {
-  kernels::set_batch_invariant(false);
   const Loaded m = make_synth(DType::Q8_0);
   const auto reqs = random_requests(32, 300, 32, 512, 7);
   const auto alone = run_alone(m, reqs, false);
   EngineConfig c = config();
   c.batch_invariant = false;
   Engine e(*m.model, *m.tok, c);
-  ASSERT_FALSE(kernels::batch_invariant());
   expect_same_outputs(alone, run_concurrently(e, reqs));
   expect_no_blocks_in_use(e);
 }

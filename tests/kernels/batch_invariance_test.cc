@@ -23,19 +23,14 @@ std::vector<float> randn(size_t n, std::mt19937& rng) {
   return v;
 }
 
-// Float weights need the batch-invariant mode (their fast single-token kernel sums in another
+// Float weights need the batch-invariant option (their fast single-token kernel sums in another
 // order); quantised weights must be invariant without it.
-struct InvariantScope {
-  explicit InvariantScope(bool on) { set_batch_invariant(on); }
-  ~InvariantScope() { set_batch_invariant(false); }
-};
-
 class MatmulInvariance : public ::testing::TestWithParam<DType> {};
 
 TEST_P(MatmulInvariance, EachTokenOfABatchEqualsItsProductAlone) {
   const DType type = GetParam();
-  const InvariantScope invariant(type == DType::F32 || type == DType::F16 || type == DType::BF16 ||
-                                 type == DType::FP8_E4M3);
+  const MatmulOptions opt{type == DType::F32 || type == DType::F16 || type == DType::BF16 ||
+                          type == DType::FP8_E4M3};
   std::mt19937 rng(11);
   // 200 rows: several panel groups plus a partial panel; 96 columns (Q types need 32k; Q8_C
   // takes any: 100 exercises its padding), 256 for Q4_G128 (groups of 128), 600 for FP8 (the
@@ -59,9 +54,9 @@ TEST_P(MatmulInvariance, EachTokenOfABatchEqualsItsProductAlone) {
       for (int64_t n : {2, 3, 5, 7, 8, 9, 16, 17, 33, 40}) {
         const auto x = randn(size_t(n * cols), rng);
         std::vector<float> y(size_t(n * rows)), one(static_cast<size_t>(rows));
-        matmul_with(isa, w, x.data(), n, y.data(), pool);
+        matmul_with(isa, w, x.data(), n, y.data(), pool, opt);
         for (int64_t t = 0; t < n; ++t) {
-          matmul_with(isa, w, x.data() + t * cols, 1, one.data(), pool);
+          matmul_with(isa, w, x.data() + t * cols, 1, one.data(), pool, opt);
           ASSERT_EQ(0, std::memcmp(one.data(), y.data() + t * rows, size_t(rows) * 4))
               << isa_name(isa) << " " << dtype_name(type) << " n=" << n << " token " << t
               << " threads " << threads;

@@ -291,13 +291,12 @@ TEST(MatmulFp8, EveryCodeIsExactThroughEveryKernel) {
   for (bool daz : {false, true}) {
     _mm_setcsr(daz ? csr | 0x40 : csr);
     for (bool invariant : {false, true}) {
-      set_batch_invariant(invariant);
       for (int64_t n : {1, 3, 5, 17, 33}) {
         std::vector<float> x(size_t(n * cols), 0.0f), y(size_t(n * rows));
         for (int64_t t = 0; t < n; ++t) x[size_t(t * cols + (t * 37 + 11) % cols)] = powers[t % 3];
         for (Isa isa : supported_isas()) {
           ThreadPool pool(daz ? 1 : 2);
-          matmul_with(isa, w, x.data(), n, y.data(), pool);
+          matmul_with(isa, w, x.data(), n, y.data(), pool, MatmulOptions{invariant});
           for (int64_t t = 0; t < n; ++t) {
             const int64_t c = (t * 37 + 11) % cols;
             for (int64_t r = 0; r < rows; ++r) {
@@ -313,7 +312,6 @@ TEST(MatmulFp8, EveryCodeIsExactThroughEveryKernel) {
     }
     _mm_setcsr(csr);
   }
-  set_batch_invariant(false);
 }
 
 TEST(MatmulPack, RejectsMissingScalesAndBadShapes) {

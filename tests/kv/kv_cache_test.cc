@@ -316,10 +316,12 @@ std::unique_ptr<Model> synth_model() {
   return m;
 }
 
-struct InvariantScope {
-  InvariantScope() { kernels::set_batch_invariant(true); }
-  ~InvariantScope() { kernels::set_batch_invariant(false); }
-};
+// Batch-invariant products: a sequence's logits do not depend on what else is in the batch.
+model::ForwardOptions invariant() {
+  model::ForwardOptions o;
+  o.matmul.batch_invariant = true;
+  return o;
+}
 
 // Prompt (in the given chunks, logits at the last one only), then greedy decoding; the logits of
 // every step.
@@ -331,13 +333,13 @@ std::vector<float> run(const Model& m, ContiguousKvCache& kv, const std::vector<
   for (size_t i = 0; p < int64_t(prompt.size()); ++i) {
     const int64_t len = std::min<int64_t>(chunks[i % chunks.size()], int64_t(prompt.size()) - p);
     const bool last = p + len == int64_t(prompt.size());
-    m.forward(prompt.data() + p, len, p, kv, last ? 1 : 0, logits.data(), pool);
+    m.forward(prompt.data() + p, len, p, kv, last ? 1 : 0, logits.data(), pool, invariant());
     p += len;
   }
   for (int64_t i = 0; i < n_decode; ++i) {
     all.insert(all.end(), logits.begin(), logits.end());
     const int32_t next = decode::argmax(logits.data(), vocab);
-    m.forward(&next, 1, p++, kv, 1, logits.data(), pool);
+    m.forward(&next, 1, p++, kv, 1, logits.data(), pool, invariant());
   }
   return all;
 }
@@ -353,7 +355,6 @@ std::vector<int32_t> random_tokens(int64_t n, uint32_t seed) {
 // order: a prompt split into uneven chunks gives the same decisions and logits, to the bit, as the
 // prompt in one call; so does plain int8.
 TEST(ContiguousKvCache, Int8AndInt8MixedDoNotDependOnChunking) {
-  const InvariantScope invariant;
   const auto m = synth_model();
   const ModelConfig& c = m->config();
   ThreadPool pool(2);
@@ -381,7 +382,6 @@ TEST(ContiguousKvCache, Int8AndInt8MixedDoNotDependOnChunking) {
 // Batched with other sequences (forward_batch), every sequence gets its solo logits, in int8 and
 // int8-mixed alike.
 TEST(ContiguousKvCache, Int8AndInt8MixedBatchedEqualAlone) {
-  const InvariantScope invariant;
   const auto m = synth_model();
   const ModelConfig& c = m->config();
   const int64_t vocab = c.vocab_size;
@@ -419,7 +419,7 @@ TEST(ContiguousKvCache, Int8AndInt8MixedBatchedEqualAlone) {
       int64_t rows = 0;
       for (const auto& b : batch) rows += b.n_logits;
       std::vector<float> logits(size_t(std::max<int64_t>(1, rows) * vocab));
-      m->forward_batch(batch.data(), int64_t(batch.size()), logits.data(), pool);
+      m->forward_batch(batch.data(), int64_t(batch.size()), logits.data(), pool, invariant());
       for (size_t j = 0, r = 0; j < batch.size(); ++j) {
         const auto i = size_t(who[j]);
         done[i] += batch[j].n_tokens;

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include "decode/sampler.h"
 #include "kv/contiguous_kv.h"
@@ -63,12 +64,41 @@ TEST_P(SynthModelTest, GreedyOutputIsTheSameWithOneAndTwoThreads) {
   EXPECT_EQ(one.size(), 40u);
 }
 
+// A const Model holds no per-call state: threads decoding different prompts at once, each with its
+// own scratch and cache, get what each gets alone (with a shared scratch inside the model they
+// would overwrite each other's activations).
+TEST_P(SynthModelTest, ThreadsShareOneConstModel) {
+  const auto m = synth_model(GetParam());
+  const std::vector<std::vector<int32_t>> prompts = {{1, 7, 300, 201}, {42, 399, 3}, {5, 6}};
+  std::vector<std::vector<int32_t>> alone, together(prompts.size());
+  for (const auto& p : prompts) alone.push_back(greedy(*m, p, 24, 1));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < prompts.size(); ++i)
+    threads.emplace_back([&, i] {
+      model::ForwardScratch scratch;
+      ThreadPool pool(1);
+      const auto& c = m->config();
+      std::vector<int32_t> p = prompts[i];
+      kv::ContiguousKvCache kv(c.n_layers, int64_t(p.size()) + 24, c.n_kv_heads, c.head_dim);
+      std::vector<float> logits(size_t(c.vocab_size));
+      m->forward(p.data(), int64_t(p.size()), 0, kv, 1, logits.data(), pool, scratch);
+      for (int t = 0; t < 24; ++t) {
+        const int32_t next = decode::argmax(logits.data(), c.vocab_size);
+        together[i].push_back(next);
+        m->forward(&next, 1, int64_t(p.size()) + t, kv, 1, logits.data(), pool, scratch);
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(together, alone);
+}
+
 // A ragged batch (a prefill chunk, decode tokens, a sequence at a later position) gives every
 // sequence the same logits, bit for bit, as running it alone (batch-invariant kernels).
 TEST_P(SynthModelTest, RaggedBatchEqualsEachSequenceAlone) {
   const bool float_type =
       GetParam() == DType::F32 || GetParam() == DType::F16 || GetParam() == DType::BF16;
-  kernels::set_batch_invariant(float_type);
+  model::ForwardOptions opt;
+  opt.matmul.batch_invariant = float_type;
   const auto m = synth_model(GetParam(), 2);
   const auto& c = m->config();
   ThreadPool pool(2);
@@ -81,7 +111,7 @@ TEST_P(SynthModelTest, RaggedBatchEqualsEachSequenceAlone) {
   for (const auto& p : prompts) {
     kv::ContiguousKvCache kv(c.n_layers, 32, c.n_kv_heads, c.head_dim);
     std::vector<float> l(p.size() * size_t(c.vocab_size));
-    m->forward(p.data(), int64_t(p.size()), 0, kv, int64_t(p.size()), l.data(), pool);
+    m->forward(p.data(), int64_t(p.size()), 0, kv, int64_t(p.size()), l.data(), pool, opt);
     alone.push_back(l);
   }
   // Batched: the first 4 tokens of each as one batch, then the rest as a second batch.
@@ -101,7 +131,7 @@ TEST_P(SynthModelTest, RaggedBatchEqualsEachSequenceAlone) {
       rows += n;
     }
     std::vector<float> l(size_t(rows * c.vocab_size));
-    m->forward_batch(batch.data(), int64_t(batch.size()), l.data(), pool);
+    m->forward_batch(batch.data(), int64_t(batch.size()), l.data(), pool, opt);
     for (size_t i = 0; i < prompts.size(); ++i)
       for (int64_t t = 0; t < batch[i].n_tokens; ++t)
         ASSERT_EQ(0, std::memcmp(l.data() + (offset[i] + t) * c.vocab_size,
@@ -109,7 +139,6 @@ TEST_P(SynthModelTest, RaggedBatchEqualsEachSequenceAlone) {
                                  size_t(c.vocab_size) * sizeof(float)))
             << "sequence " << i << " position " << start + t;
   }
-  kernels::set_batch_invariant(false);
 }
 
 TEST_P(SynthModelTest, BatchedPrefillMatchesTokenByToken) {
