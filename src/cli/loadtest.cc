@@ -24,7 +24,7 @@ namespace {
 
 struct LoadtestArgs {
   std::string url, endpoint = "completions", model;
-  bool no_stream = false, allow_remote = false;
+  bool no_stream = false, allow_remote = false, stop_at_eos = false;
   int concurrency = 0;
   double rate = 0, burstiness = 1;
   uint64_t seed = 0;
@@ -59,6 +59,7 @@ int run_loadtest(const LoadtestArgs& a) {
   cfg.chat = a.endpoint == "chat";
   cfg.url = endpoint_url(a.url, cfg.chat);
   cfg.stream = !a.no_stream;
+  cfg.ignore_eos = !a.stop_at_eos;
   cfg.model = a.model;
   cfg.timeout_s = a.timeout;
   cfg.max_requests = a.max_requests;
@@ -133,6 +134,8 @@ Runner add_loadtest(CLI::App& app) {
   app.add_option("--endpoint", a->endpoint, "completions or chat")
       ->check(CLI::IsMember({"completions", "chat"}));
   app.add_flag("--no-stream", a->no_stream, "plain JSON responses instead of SSE streaming");
+  app.add_flag("--stop-at-eos", a->stop_at_eos,
+               "let answers end at EOS (default: ignore_eos, exactly max_tokens each)");
   app.add_option("--model", a->model,
                  "model name sent in requests (default: none, the server's own)");
   app.add_option("--concurrency", a->concurrency, "closed loop: N requests outstanding")

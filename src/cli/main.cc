@@ -34,6 +34,9 @@ int main(int argc, char** argv) {
   add("quantize", "quantise a model's weights (RTN, AWQ or GPTQ) to another GGUF",
       shrike::cli::add_quantize);
   add("loadtest", "measure an OpenAI-compatible server under load", shrike::cli::add_loadtest);
+  add("optimize",
+      "build, serve and measure every optimisation stage of a task model: the staged report",
+      [&](CLI::App& sub) { return shrike::cli::add_optimize(sub, argc, argv); });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

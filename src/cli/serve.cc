@@ -13,6 +13,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
@@ -23,6 +24,7 @@
 #include "cli/commands.h"
 #include "cli/kv_options.h"
 #include "cli/model_files.h"
+#include "core/dtype.h"
 #include "core/file_buffer.h"
 #include "engine/engine.h"
 #include "gguf/gguf.h"
@@ -145,6 +147,32 @@ std::string read_chat_template(const std::string& path) {
   return gguf::GgufFile::open(path).get_string_or("tokenizer.chat_template", "");
 }
 
+// The effective settings (after the engine's own adjustments, e.g. int8-mixed turns the prefix
+// cache off) for /v1/models: `shrike optimize` reads them to show what differs between stages.
+std::map<std::string, std::string> serving_options(const ServeArgs& a, const model::Model& m,
+                                                   const engine::Engine& e) {
+  const engine::EngineConfig& c = e.config();
+  const bool is_static = c.scheduler.mode == engine::BatchingMode::Static;
+  std::map<std::string, std::string> o = {
+      {"model_file", std::filesystem::path(a.model).filename().string()},
+      {"weight_type", std::string(dtype_name(m.weights().layers.front().wq.type()))},
+      {"weight_bytes", std::to_string(m.total_weight_bytes())},
+      {"parameters", std::to_string(m.parameter_count())},
+      {"vocab_size", std::to_string(m.config().vocab_size)},
+      {"kv_type", c.kv.describe()},
+      {"kv_bytes", std::to_string(e.gauges().kv_bytes_total)},
+      {"kv_blocks", std::to_string(c.kv_blocks)},
+      {"kv_block_size", std::to_string(c.block_size)},
+      {"kv_allocation", is_static ? "each request's maximum length, reserved at admission"
+                                  : "paged, block by block as sequences grow"},
+      {"batching", is_static ? "static" : "continuous"},
+      {"max_seqs", std::to_string(c.scheduler.max_seqs)},
+      {"prefix_cache", c.scheduler.prefix_caching ? "on" : "off"},
+      {"context_length", std::to_string(e.context_length())}};
+  if (is_static) o["batch_size"] = std::to_string(c.scheduler.batch_size);
+  return o;
+}
+
 int run_serve(ServeArgs a) {
   a.server.model_name = model_id(a);
   a.server.max_body_bytes = size_t(a.max_body_mb * 1024 * 1024);
@@ -203,7 +231,7 @@ int run_serve(ServeArgs a) {
       a.engine.scheduler.context_length = model->config().context_length;
     }
     engine = std::make_unique<engine::Engine>(*model, *tok, a.engine);
-    http.attach(*engine, format);
+    http.attach(*engine, format, serving_options(a, *model, *engine));
     std::fprintf(stderr, "shrike serve: model '%s' (%s), context %lld, chat format %s\n",
                  a.server.model_name.c_str(), model->describe().c_str(),
                  (long long)engine->context_length(), server::chat_format_name(format));

@@ -270,7 +270,7 @@ std::string request_body(const RunConfig& c, const std::string& prompt, int64_t 
   j["max_tokens"] = max_tokens;
   j["temperature"] = 0;
   // llama-server (and vLLM) keep generating to max_tokens, so output lengths follow the plan.
-  j["ignore_eos"] = true;
+  if (c.ignore_eos) j["ignore_eos"] = true;
   j["stream"] = c.stream;
   if (c.stream) j["stream_options"] = {{"include_usage", true}};
   return j.dump();

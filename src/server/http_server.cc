@@ -219,6 +219,7 @@ struct HttpServer::Impl {
   ServerOptions opt;
   httplib::Server svr;
   std::atomic<engine::Engine*> engine{nullptr};
+  std::map<std::string, std::string> serving_options;  // written before engine is published
   std::atomic<ChatFormat> chat_format{ChatFormat::Plain};
   std::atomic<bool> draining{false};
   std::atomic<int64_t> in_flight{0};
@@ -393,7 +394,10 @@ void HttpServer::Impl::models(const httplib::Request& req, httplib::Response& re
   if (auto e = check_auth(req)) return send_error(res, *e);
   nlohmann::json card = {
       {"id", opt.model_name}, {"object", "model"}, {"created", created}, {"owned_by", "shrike"}};
-  if (engine::Engine* eng = engine.load()) card["max_model_len"] = eng->context_length();
+  if (engine::Engine* eng = engine.load()) {
+    card["max_model_len"] = eng->context_length();
+    if (!serving_options.empty()) card["shrike"] = {{"serving_options", serving_options}};
+  }
   if (req.matches.size() > 1) {
     const std::string id = req.matches[1];
     if (id != opt.model_name) return send_error(res, model_not_found(id));
@@ -526,7 +530,9 @@ void HttpServer::serve() {
   m.serving.store(false);
 }
 
-void HttpServer::attach(engine::Engine& engine, ChatFormat chat_format) {
+void HttpServer::attach(engine::Engine& engine, ChatFormat chat_format,
+                        std::map<std::string, std::string> serving_options) {
+  impl_->serving_options = std::move(serving_options);
   impl_->chat_format.store(chat_format);
   impl_->engine.store(&engine);
 }

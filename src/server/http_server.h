@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,8 +42,11 @@ class HttpServer {
   // attach(), /health answers 503 "loading" and generation routes 503.
   void serve();
   // The engine that serves the generation routes (it must outlive the server) and the chat
-  // format of its model. From now on /health answers 200.
-  void attach(engine::Engine& engine, ChatFormat chat_format);
+  // format of its model. From now on /health answers 200. serving_options (effective settings,
+  // e.g. kv_type, batching) are listed under the "shrike" extension field of /v1/models, so a
+  // client can see how the model is served without parsing the log.
+  void attach(engine::Engine& engine, ChatFormat chat_format,
+              std::map<std::string, std::string> serving_options = {});
 
   // Refuse new work from now on (503, /health 503 "draining"); running requests continue.
   void begin_drain();

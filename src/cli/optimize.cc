@@ -1,0 +1,111 @@
+// `shrike optimize --data DIR [--teacher T.gguf] -o OUT`: the staged report (src/optimize). This
+// file maps options and prints progress and the stage table; the work is src/optimize/pipeline.
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+
+#include "cli/commands.h"
+#include "optimize/pipeline.h"
+
+namespace shrike::cli {
+namespace {
+
+std::string self_path() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot find the shrike binary (/proc/self/exe)");
+  return std::string(buf, size_t(n));
+}
+
+int run_optimize_cli(optimize::OptimizeOptions o) {
+  o.shrike_bin = self_path();
+  o.progress = [](const std::string& line) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::fflush(stderr);
+  };
+  std::filesystem::create_directories(o.out_dir);
+  const optimize::Report report = optimize::run_optimize(o);
+  optimize::write_report(report, o.out_dir);
+  // The stage table (the report's first table) on stdout.
+  const std::string md = optimize::render_markdown(report);
+  const size_t table = md.find("| stage |"), end = md.find("\n\n", table);
+  std::printf("%s\n", md.substr(table, end - table).c_str());
+  std::fprintf(stderr, "shrike optimize: wrote %s/report.md, report.json and plots (%.0f s)\n",
+               o.out_dir.c_str(), report.wall_s);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_optimize(CLI::App& app, int argc, char** argv) {
+  auto o = std::make_shared<optimize::OptimizeOptions>();
+  for (int i = 0; i < argc; ++i) o->command += (i ? " " : "") + std::string(argv[i]);
+  app.footer(
+      "Stages: 0 naive service (f32 teacher, f32 KV, static batches); 1 + INT8 weights (q8_0 "
+      "GPTQ, noisy calibration) and int8-mixed KV; 2 + pruning and distillation; 3 speculative "
+      "decoding (not available yet); 4 + continuous batching, paged KV, prefix cache; 5 "
+      "vocabulary trimming and output schema (not available yet). Models are cached in OUT.");
+  app.add_option("--data", o->data_dir, "task data: train, dev, test, test_noisy .jsonl")
+      ->required();
+  app.add_option("--teacher", o->teacher, "teacher GGUF (default: trained here from --data)");
+  app.add_option("-o,--out", o->out_dir, "output folder: models, logs, report")->required();
+  app.add_option("--preset", o->preset, "preset of the teacher trained here")
+      ->check(CLI::IsMember({"tiny", "small", "base"}))
+      ->capture_default_str();
+  app.add_option("--epochs", o->epochs, "teacher training epochs")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--distill-epochs", o->distill_epochs, "student distillation epochs")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--calib", o->calib,
+                 "noisy calibration examples (default: the built-in generator's, all noisy)");
+  app.add_option("--prune-heads", o->prune_heads, "fraction of KV groups pruned")
+      ->check(CLI::Range(0.0, 0.95))
+      ->capture_default_str();
+  app.add_option("--prune-ffn", o->prune_ffn, "fraction of FFN channels pruned")
+      ->check(CLI::Range(0.0, 0.95))
+      ->capture_default_str();
+  app.add_option("-t,--threads", o->threads, "threads of every subcommand (default: theirs)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--batch-size", o->static_batch, "static batch size (and max-seqs everywhere)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--max-tokens", o->max_tokens, "longest answer")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  app.add_option("--c1-requests", o->c1_requests, "requests at concurrency 1 (0: all test ones)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--budget-ms", o->budget_ms, "end-to-end latency budget")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--burstiness", o->burstiness, "gamma shape of arrival gaps")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--probes", o->max_probes, "rate-search probes per stage")
+      ->check(CLI::Range(1, 20))
+      ->capture_default_str();
+  app.add_option("--probe-requests", o->probe_requests, "most requests per probe")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--probe-seconds", o->probe_seconds, "seconds of arrivals per probe")
+      ->check(CLI::Range(0.5, 600.0))
+      ->capture_default_str();
+  app.add_option("--common-rate", o->common_rate,
+                 "req/s of the queue-wait run (default: twice stage 0's highest within budget)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--request-timeout", o->request_timeout_s, "per-request timeout, seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--eval-limit", o->eval_limit, "test examples scored per split (0: all)")
+      ->check(CLI::NonNegativeNumber);
+  return [o] { return run_optimize_cli(*o); };
+}
+
+}  // namespace shrike::cli

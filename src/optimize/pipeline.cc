@@ -1,0 +1,449 @@
+#include "optimize/pipeline.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "core/file_buffer.h"
+#include "data/example.h"
+#include "data/task_format.h"
+#include "optimize/artefact_cache.h"
+#include "optimize/process.h"
+#include "optimize/served.h"
+
+namespace shrike::optimize {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// Bounds on every child: a model build may train for hours (the full-size teacher), a load test
+// runs seconds past its own bounds.
+constexpr double kBuildTimeout = 6 * 3600, kEvalTimeout = 3600, kReadyTimeout = 120;
+
+struct Run {
+  const OptimizeOptions& o;
+  ArtefactCache cache;
+  std::string logs;
+  Clock::time_point t0 = Clock::now();
+
+  void say(const std::string& msg) const {
+    if (!o.progress) return;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "[%7.1f s] ",
+                  std::chrono::duration<double>(Clock::now() - t0).count());
+    o.progress(buf + msg);
+  }
+  std::vector<std::string> cmd(std::initializer_list<std::string> args) const {
+    std::vector<std::string> v = {o.shrike_bin};
+    v.insert(v.end(), args);
+    return v;
+  }
+  void add_threads(std::vector<std::string>& argv) const {
+    if (o.threads > 0) argv.insert(argv.end(), {"-t", std::to_string(o.threads)});
+  }
+  // Builds `artefact` with argv unless the manifest says the same recipe on the same inputs made
+  // it already. The binary itself is not part of the key (a rebuild would invalidate everything).
+  void build(const std::string& what, const std::string& artefact,
+             const std::vector<std::string>& argv, const std::vector<std::string>& inputs,
+             double timeout_s) {
+    const std::vector<std::string> recipe(argv.begin() + 1, argv.end());
+    const std::string key = artefact_key(recipe, inputs);
+    if (cache.fresh(artefact, key)) {
+      say(what + ": cached (" + artefact + ")");
+      return;
+    }
+    say(what + ": " + shell_join(recipe));
+    const auto t = Clock::now();
+    cache.forget(artefact);
+    run_checked(argv, logs + "/" + fs::path(artefact).filename().string() + ".log", timeout_s);
+    if (!fs::exists(artefact))
+      throw std::runtime_error(what + ": the command succeeded but wrote no " + artefact);
+    cache.record(artefact, key);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " done in %.0f s",
+                  std::chrono::duration<double>(Clock::now() - t).count());
+    say(what + buf);
+  }
+};
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw FileError(path + ": cannot read");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw FileError(path + ": not JSON: " + e.what());
+  }
+}
+
+double jnum(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
+}
+
+std::string machine_description() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string cpu = "unknown CPU";
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  const std::string load = read_text("/proc/loadavg");
+  return cpu + ", " + std::to_string(std::thread::hardware_concurrency()) +
+         " logical CPUs, load average at start " + load.substr(0, load.find(' '));
+}
+
+struct LoadRun {
+  nlohmann::json summary;
+  std::vector<double> e2e_ms;
+  double within_budget = 0;  // good / sent
+};
+
+LoadRun loadtest(const Run& run, const std::string& url, const std::string& prompts,
+                 std::vector<std::string> mode, const std::string& name, double max_seconds) {
+  const OptimizeOptions& o = run.o;
+  const std::string json = o.out_dir + "/measure/" + name + ".json";
+  std::vector<std::string> argv = {o.shrike_bin,
+                                   "loadtest",
+                                   "--url",
+                                   url,
+                                   "--prompts",
+                                   prompts,
+                                   "--stop-at-eos",
+                                   "--timeout",
+                                   std::to_string(o.request_timeout_s),
+                                   "--slo",
+                                   "e2e=" + std::to_string(o.budget_ms),
+                                   "--out-json",
+                                   json,
+                                   "--out-svg",
+                                   o.out_dir + "/measure/" + name + ".svg"};
+  argv.insert(argv.end(), mode.begin(), mode.end());
+  run_checked(argv, run.logs + "/" + name + ".loadtest.log",
+              max_seconds + o.request_timeout_s + 60);
+  const auto j = read_json(json);
+  LoadRun r;
+  r.summary = j.at("summary");
+  for (const auto& req : j.at("requests"))
+    if (req.value("outcome", "") == "completed" && req["e2e_ms"].is_number())
+      r.e2e_ms.push_back(req["e2e_ms"].get<double>());
+  const double sent = jnum(r.summary, "sent"), good = jnum(r.summary, "good");
+  r.within_budget = sent > 0 ? good / sent : 0;
+  return r;
+}
+
+TaskScores scores_of(const std::string& path) {
+  const auto j = read_json(path);
+  return {jnum(j, "intent_accuracy"), jnum(j, "slot_f1")};
+}
+
+std::string kv_type_of(const Stage& s) {
+  for (size_t i = 0; i + 1 < s.serve_args.size(); ++i)
+    if (s.serve_args[i] == "--kv-type") return s.serve_args[i + 1];
+  return "f16";
+}
+
+}  // namespace
+
+void check_data_dir(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw FileError(dir + ": not a directory (--data)");
+  for (const char* split : {"train", "dev", "test", "test_noisy"}) {
+    const std::string path = dir + "/" + split + ".jsonl";
+    if (!fs::exists(path))
+      throw FileError(path +
+                      ": missing (--data needs train, dev, test and test_noisy .jsonl, as "
+                      "`shrike data gen` writes)");
+    if (data::read_examples(path).empty()) throw FileError(path + ": no examples");
+  }
+}
+
+void check_teacher(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError(path + ": cannot read (--teacher)");
+  char magic[4] = {};
+  in.read(magic, 4);
+  if (in.gcount() != 4 || std::memcmp(magic, "GGUF", 4) != 0)
+    throw FileError(path + ": not a GGUF file (--teacher)");
+}
+
+Report run_optimize(const OptimizeOptions& o) {
+  check_data_dir(o.data_dir);
+  if (!o.teacher.empty()) check_teacher(o.teacher);
+  if (!o.calib.empty() && data::read_examples(o.calib).empty())
+    throw FileError(o.calib + ": no examples (--calib)");
+  fs::create_directories(o.out_dir + "/logs");
+  fs::create_directories(o.out_dir + "/measure");
+  fs::create_directories(o.out_dir + "/eval");
+  Run run{o, ArtefactCache(o.out_dir + "/manifest.json"), o.out_dir + "/logs"};
+  const std::string d = o.data_dir, out = o.out_dir;
+
+  Report report;
+  report.command = o.command;
+  report.machine = machine_description();
+  report.data_dir = d;
+  report.budget_ms = o.budget_ms;
+  report.target = o.target;
+  report.burstiness = o.burstiness;
+  report.max_tokens = o.max_tokens;
+
+  // The held-out requests: the test utterances as the task prompt, in order.
+  const auto test = data::read_examples(d + "/test.jsonl");
+  const std::string prompts = out + "/prompts.jsonl";
+  {
+    std::ofstream p(prompts);
+    for (const auto& e : test)
+      p << nlohmann::json({{"prompt", data::task_prompt(e.text)}, {"max_tokens", o.max_tokens}})
+               .dump()
+        << "\n";
+    if (!p) throw FileError(prompts + ": cannot write");
+  }
+  report.test_requests = int(test.size());
+  run.say("data: " + std::to_string(test.size()) + " test requests from " + d);
+
+  // The models, each from the previous one.
+  std::string teacher = o.teacher;
+  if (teacher.empty()) {
+    teacher = out + "/teacher.gguf";
+    auto argv = run.cmd({"train", "--data", d + "/train.jsonl", "--dev", d + "/dev.jsonl",
+                         "--preset", o.preset, "--epochs", std::to_string(o.epochs), "--dev-limit",
+                         "100", "--no-progress", "-o", teacher});
+    run.add_threads(argv);
+    run.build("teacher", teacher, argv, {d + "/train.jsonl", d + "/dev.jsonl"}, kBuildTimeout);
+    report.teacher_origin = "trained here: preset " + o.preset + ", " + std::to_string(o.epochs) +
+                            " epochs on " + d + "/train.jsonl";
+  } else {
+    report.teacher_origin = "given: " + teacher;
+  }
+  std::string calib = o.calib;
+  if (calib.empty()) {
+    // Noisy traffic for calibration: the generator's dev split with every example noisy (no
+    // test template), as scripts/quant_calibration.sh makes it.
+    calib = out + "/calib_noisy/dev.jsonl";
+    run.build("noisy calibration set", calib,
+              run.cmd({"data", "gen", "--noise", "1", "--n", "3000", "-o", out + "/calib_noisy"}),
+              {}, kBuildTimeout);
+  }
+  auto quantize = [&](const std::string& what, const std::string& in, const std::string& dst) {
+    auto argv = run.cmd({"quantize", in, "-o", dst, "--type", "q8_0", "--method", "gptq", "--calib",
+                         calib, "--calib-limit", std::to_string(o.calib_limit)});
+    run.add_threads(argv);
+    run.build(what, dst, argv, {in, calib}, kBuildTimeout);
+  };
+  const std::string teacher_q8 = out + "/teacher-q8_0.gguf";
+  quantize("teacher INT8", teacher, teacher_q8);
+  const std::string pruned = out + "/pruned.gguf", student = out + "/student.gguf";
+  {
+    auto argv = run.cmd({"prune", teacher, "--heads", std::to_string(o.prune_heads), "--ffn",
+                         std::to_string(o.prune_ffn), "--calib", d + "/dev.jsonl", "-o", pruned});
+    run.add_threads(argv);
+    run.build("pruned", pruned, argv, {teacher, d + "/dev.jsonl"}, kBuildTimeout);
+    argv = run.cmd({"distill",
+                    "--teacher",
+                    teacher,
+                    "--student",
+                    pruned,
+                    "--data",
+                    d + "/train.jsonl",
+                    "--dev",
+                    d + "/dev.jsonl",
+                    "--alpha",
+                    "0.5",
+                    "--temp",
+                    "2",
+                    "--epochs",
+                    std::to_string(o.distill_epochs),
+                    "--dev-limit",
+                    "100",
+                    "--no-progress",
+                    "-o",
+                    student});
+    run.add_threads(argv);
+    run.build("student (distilled)", student, argv,
+              {teacher, pruned, d + "/train.jsonl", d + "/dev.jsonl"}, kBuildTimeout);
+  }
+  const std::string student_q8 = out + "/student-q8_0.gguf";
+  quantize("student INT8", student, student_q8);
+  auto model_path = [&](StageModel m) {
+    switch (m) {
+      case StageModel::Teacher:
+        return teacher;
+      case StageModel::TeacherInt8:
+        return teacher_q8;
+      case StageModel::StudentInt8:
+        return student_q8;
+    }
+    return teacher;
+  };
+
+  // Task scores per (model, KV type) through `shrike eval`, cached like the models.
+  auto evaluate = [&](const std::string& model, const std::string& kv, const std::string& split) {
+    const std::string name = fs::path(model).stem().string() + "." + kv + "." + split + ".json";
+    const std::string dst = out + "/eval/" + name;
+    auto argv = run.cmd({"eval", "-m", model, "--task", d + "/" + split + ".jsonl", "--kv-type", kv,
+                         "--json", dst});
+    if (o.eval_limit > 0) argv.insert(argv.end(), {"--limit", std::to_string(o.eval_limit)});
+    run.add_threads(argv);
+    run.build("eval " + fs::path(model).filename().string() + " (KV " + kv + ") on " + split, dst,
+              argv, {model, d + "/" + split + ".jsonl"}, kEvalTimeout);
+    return scores_of(dst);
+  };
+
+  const std::vector<Stage> stages = default_stages(o.static_batch);
+  const StageResult* previous = nullptr;
+  const int c1 =
+      o.c1_requests > 0 ? std::min<int>(o.c1_requests, int(test.size())) : int(test.size());
+  for (const Stage& stage : stages) {
+    StageResult s;
+    s.stage = stage;
+    const std::string tag = "stage " + std::to_string(stage.id);
+    if (!stage.available) {
+      run.say(tag + " (" + stage.name + "): not available, " + stage.reason);
+      report.stages.push_back(s);
+      continue;
+    }
+    s.model_path = model_path(stage.model);
+    s.model_file_bytes = int64_t(fs::file_size(s.model_path));
+    const std::string kv = kv_type_of(stage);
+    s.clean = evaluate(s.model_path, kv, "test");
+    s.noisy = evaluate(s.model_path, kv, "test_noisy");
+
+    std::vector<std::string> serve_args = stage.serve_args;
+    if (o.threads > 0) serve_args.insert(serve_args.end(), {"-t", std::to_string(o.threads)});
+    run.say(tag + " (" + stage.name + "): serving " + s.model_path);
+    ServedModel server(o.shrike_bin, s.model_path, serve_args,
+                       run.logs + "/stage" + std::to_string(stage.id) + ".serve.log",
+                       kReadyTimeout);
+    {
+      std::vector<std::string> shown = {"shrike", "serve", s.model_path};
+      shown.insert(shown.end(), serve_args.begin(), serve_args.end());
+      s.serve_command = shell_join(shown);
+    }
+    s.options = server.serving_options();
+    // The byte counts follow from the model and the pool; the report has them as columns.
+    if (previous)
+      s.changes =
+          option_diff(previous->options, s.options, {"weight_bytes", "kv_bytes", "parameters"});
+    s.weight_bytes = std::stoll(s.options.at("weight_bytes"));
+    s.kv_bytes = std::stoll(s.options.at("kv_bytes"));
+    const std::string url = server.url(), id = "stage" + std::to_string(stage.id);
+
+    run.say(tag + ": concurrency 1, " + std::to_string(c1) + " requests");
+    const LoadRun one =
+        loadtest(run, url, prompts, {"--concurrency", "1", "--max-requests", std::to_string(c1)},
+                 id + ".c1", double(c1) * o.request_timeout_s);
+    s.p50_ms = jnum(one.summary.at("e2e"), "p50_ms");
+    s.p99_ms = jnum(one.summary.at("e2e"), "p99_ms");
+    s.e2e_ms = one.e2e_ms;
+    s.c1_failed = int64_t(jnum(one.summary, "failed") + jnum(one.summary, "timed_out"));
+
+    auto open_loop = [&](double rate, const std::string& name) {
+      const int64_t n =
+          std::clamp<int64_t>(int64_t(std::ceil(rate * o.probe_seconds)), 20, o.probe_requests);
+      const double seconds = std::min(2 * o.probe_seconds, double(n) / rate + 1);
+      char r[32];
+      std::snprintf(r, sizeof r, "%.4g", rate);
+      return loadtest(run, url, prompts,
+                      {"--rate", r, "--burstiness", std::to_string(o.burstiness), "--seed", "1",
+                       "--max-requests", std::to_string(n), "--duration", std::to_string(seconds)},
+                      name, seconds);
+    };
+    RateSearchOptions ro;
+    // A single stream's capacity is 1000 / P50 ms; the first probe offers half of it.
+    ro.start_rate = std::isfinite(s.p50_ms) && s.p50_ms > 0 ? 500 / s.p50_ms : 1;
+    ro.target = o.target;
+    ro.max_probes = o.max_probes;
+    int probe_no = 0;
+    s.rate = search_rate(ro, [&](double rate) {
+      const LoadRun p = open_loop(rate, id + ".probe" + std::to_string(++probe_no));
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s: probe %.2f req/s: %.1f%% within %g ms", tag.c_str(), rate,
+                    100 * p.within_budget, o.budget_ms);
+      run.say(buf);
+      return p.within_budget;
+    });
+
+    if (report.common_rate <= 0) {
+      report.common_rate = o.common_rate > 0      ? o.common_rate
+                           : s.rate.best_rate > 0 ? 2 * s.rate.best_rate
+                                                  : ro.min_rate;
+    }
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s: common rate %.2f req/s", tag.c_str(), report.common_rate);
+    run.say(buf);
+    const std::string before = server.metrics();
+    const LoadRun common = open_loop(report.common_rate, id + ".common");
+    const std::string after = server.metrics();
+    s.queue_wait_p99_ms =
+        1000 * histogram_quantile(before, after, "shrike_queue_wait_seconds", 0.99);
+    s.timeout_rate = jnum(common.summary, "timeout_rate");
+    s.common_within_budget = common.within_budget;
+    s.peak_rss_bytes = server.peak_rss_bytes();
+    if (&stage == &stages.back() || stage.id == 4) {
+      report.sample_prompt = data::task_prompt(test.front().text);
+      report.sample_answer = server.complete(report.sample_prompt, o.max_tokens);
+    }
+    server.stop(10);
+    std::snprintf(buf, sizeof buf,
+                  "%s: P50 %.1f ms, P99 %.1f ms, %.2f req/s within %g ms, peak RSS %.1f MB",
+                  tag.c_str(), s.p50_ms, s.p99_ms, s.rate.best_rate, o.budget_ms,
+                  double(s.peak_rss_bytes) / 1e6);
+    run.say(buf);
+    report.stages.push_back(std::move(s));
+    previous = &report.stages.back();
+  }
+
+  report.notes = {
+      "Accuracy and slot F1 come from `shrike eval` on each stage's model with that stage's KV "
+      "type; batching and the prefix cache do not change a greedy answer, so stages with the "
+      "same model and KV type score the same.",
+      "Weights: the bytes the server holds (its `weight_bytes`); KV: the pool the server "
+      "allocated at start (`kv_blocks` x block bytes); peak RSS: VmHWM of the server process.",
+      "Stage 0 reserves f32 KV for each request's maximum length (prompt + max_tokens) when its "
+      "static batch forms, from a pool sized for max_seqs full contexts.",
+      "Queue wait P99 is the upper bound of the server's shrike_queue_wait_seconds histogram "
+      "bucket (between scrapes before and after the common-rate run).",
+      "Load average at the end: " + read_text("/proc/loadavg").substr(0, 4) +
+          " (latencies on a loaded machine are pessimistic)."};
+  // A feature a stage asks for but its server turned off is said, not hidden.
+  for (const auto& s : report.stages) {
+    const auto& a = s.stage.serve_args;
+    const bool asked =
+        s.stage.available && std::find(a.begin(), a.end(), "--no-prefix-cache") == a.end();
+    if (asked && s.options.count("prefix_cache") && s.options.at("prefix_cache") == "off")
+      report.notes.push_back("Stage " + std::to_string(s.stage.id) +
+                             ": the server reports the prefix cache off although it was not "
+                             "disabled: int8-mixed KV turns it off (a reused block would lack its "
+                             "f16 copies); the other changes of the stage hold.");
+  }
+  report.wall_s = std::chrono::duration<double>(Clock::now() - run.t0).count();
+  return report;
+}
+
+void write_report(const Report& report, const std::string& dir) {
+  auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream f(dir + "/" + name, std::ios::binary);
+    f << text;
+    if (!f) throw FileError(dir + "/" + name + ": cannot write");
+  };
+  write("report.md", render_markdown(report));
+  write("report.json", render_json(report).dump(1) + "\n");
+  for (const auto& [name, svg] : render_plots(report)) write(name, svg);
+}
+
+}  // namespace shrike::optimize

@@ -1,0 +1,52 @@
+// `shrike optimize`: builds every stage's model from the previous one (train, quantize, prune,
+// distill: real `shrike` subcommands as child processes, cached in OUT), then serves each stage
+// with the real `shrike serve` and measures it with the real `shrike loadtest` over loopback, on
+// the same held-out requests and arrival pattern, and writes report.md, report.json and SVGs.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "optimize/report.h"
+
+namespace shrike::optimize {
+
+struct OptimizeOptions {
+  std::string shrike_bin;  // the binary whose subcommands do the work
+  std::string data_dir, teacher, out_dir;
+  std::string command;  // the command line, for the report
+  // Building the models.
+  std::string preset = "small";  // teacher trained when none is given
+  int epochs = 4, distill_epochs = 2;
+  std::string calib;  // noisy calibration set; default: the built-in generator's, all noisy
+  int calib_limit = 256;
+  double prune_heads = 0.5, prune_ffn = 0.5;
+  int threads = 0;  // 0: each subcommand's default
+  // Serving and measuring.
+  int static_batch = 8;
+  int max_tokens = 64;
+  int c1_requests = 100;  // 0: every test utterance
+  double budget_ms = 100, target = 0.99, burstiness = 0.3;
+  int max_probes = 4, probe_requests = 200;
+  double probe_seconds = 6;
+  double common_rate = 0;  // 0: twice stage 0's highest rate within the budget
+  double request_timeout_s = 2;
+  int eval_limit = 0;                                // 0: every test example
+  std::function<void(const std::string&)> progress;  // one line per step
+};
+
+// Checks DIR and the teacher, then runs. Throws FileError naming a bad input, runtime_error
+// naming a failed step and its log (OUT/logs/).
+Report run_optimize(const OptimizeOptions& options);
+
+// Writes report.md, report.json and the plots into dir.
+void write_report(const Report& report, const std::string& dir);
+
+// Throws FileError naming what is wrong with DIR: a missing or empty split, a line that is not an
+// example (via data::read_examples).
+void check_data_dir(const std::string& dir);
+// Throws FileError when the teacher is missing or not a GGUF file.
+void check_teacher(const std::string& path);
+
+}  // namespace shrike::optimize

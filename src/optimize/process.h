@@ -1,0 +1,48 @@
+// Child processes for `shrike optimize`: every model is built by, served by and measured by a real
+// `shrike` subcommand. A Child is killed (SIGTERM, then SIGKILL) when it goes out of scope, and the
+// kernel kills it if this process dies first (PR_SET_PDEATHSIG), so no server outlives a run.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shrike::optimize {
+
+class Child {
+ public:
+  // Starts argv[0] (a path) with stdout and stderr appended to log_path. Throws
+  // std::runtime_error when the log cannot be opened or the fork fails; an exec failure shows
+  // as exit code 127 with the reason in the log.
+  Child(const std::vector<std::string>& argv, const std::string& log_path);
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  pid_t pid() const { return pid_; }
+  // The exit status (128 + signal when killed by one) once it has exited; nullopt while running.
+  std::optional<int> poll();
+  // Waits up to timeout_s; nullopt when it is still running then.
+  std::optional<int> wait(double timeout_s);
+  // SIGTERM, up to grace_s for it to exit, then SIGKILL. Returns the exit status.
+  int stop(double grace_s);
+
+ private:
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+// Runs a command to completion, its output appended to log_path. Throws std::runtime_error
+// naming the command and the log when it fails, or when it runs past timeout_s (then killed).
+void run_checked(const std::vector<std::string>& argv, const std::string& log_path,
+                 double timeout_s);
+
+// The last max_lines lines of a file ("" when unreadable): error messages quote the log.
+std::string tail_of(const std::string& path, int max_lines);
+
+// "a b 'c d'": a command as a shell would need it, for logs and the report.
+std::string shell_join(const std::vector<std::string>& argv);
+
+}  // namespace shrike::optimize

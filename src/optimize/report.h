@@ -1,0 +1,68 @@
+// The staged report: one row per stage (measured, or "not available"), each stage's ratios to
+// stage 0, the options that changed from the previous measured stage, and the plots. Rendering is
+// pure (report data in, text out), so it is tested without a server.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "optimize/rate_search.h"
+#include "optimize/stages.h"
+
+namespace shrike::optimize {
+
+struct TaskScores {
+  double intent = NAN, slot_f1 = NAN;  // fractions
+};
+
+struct StageResult {
+  Stage stage;
+  std::string model_path;
+  std::map<std::string, std::string> options;  // effective, as /v1/models reported them
+  std::vector<std::string> changes;            // option_diff against the previous measured stage
+  std::string serve_command;                   // as run, with the binary shown as `shrike`
+  // Concurrency 1: end-to-end latency of the held-out requests, ms.
+  double p50_ms = NAN, p99_ms = NAN;
+  std::vector<double> e2e_ms;  // every completed request, for the CDF
+  int64_t c1_failed = 0;
+  // Open-loop rate search: the highest rate with >= target within the budget.
+  RateSearchResult rate;
+  // At the common rate.
+  double queue_wait_p99_ms = NAN, timeout_rate = NAN, common_within_budget = NAN;
+  int64_t weight_bytes = -1, kv_bytes = -1, peak_rss_bytes = -1, model_file_bytes = -1;
+  TaskScores clean, noisy;
+};
+
+struct Report {
+  std::string command, machine, data_dir, teacher_origin;
+  double budget_ms = 100, burstiness = 0.3, target = 0.99, common_rate = 0;
+  int test_requests = 0, max_tokens = 0;
+  double wall_s = 0;
+  std::vector<StageResult> stages;
+  std::vector<std::string> notes;
+  std::string sample_prompt, sample_answer;  // one request to the last measured stage
+};
+
+std::string render_markdown(const Report& r);
+nlohmann::json render_json(const Report& r);
+
+// The plots the Markdown embeds, by file name (latency_cdf.svg, latency.svg, goodput.svg,
+// memory.svg, accuracy.svg).
+std::map<std::string, std::string> render_plots(const Report& r);
+
+// A grouped bar chart: one group per category, one bar per series (NaN: no bar). Pure SVG text.
+struct BarSeries {
+  std::string name;
+  std::vector<double> values;
+};
+std::string svg_bars(const std::string& title, const std::string& unit,
+                     const std::vector<std::string>& categories,
+                     const std::vector<BarSeries>& series);
+// Empirical CDFs of several samples on a log10 axis (one line each).
+std::string svg_cdfs(const std::string& title, const std::string& unit,
+                     const std::vector<std::pair<std::string, std::vector<double>>>& samples);
+
+}  // namespace shrike::optimize

@@ -1,0 +1,73 @@
+#include "optimize/stages.h"
+
+#include <algorithm>
+
+namespace shrike::optimize {
+
+const char* stage_model_name(StageModel m) {
+  switch (m) {
+    case StageModel::Teacher:
+      return "teacher (f32)";
+    case StageModel::TeacherInt8:
+      return "teacher, q8_0 gptq (noisy calibration)";
+    case StageModel::StudentInt8:
+      return "pruned + distilled student, q8_0 gptq (noisy calibration)";
+  }
+  return "?";
+}
+
+std::vector<Stage> default_stages(int static_batch) {
+  const std::string b = std::to_string(static_batch);
+  // Every stage lists its full options; max-seqs is the same everywhere so that continuous
+  // batching (stage 4) changes the batching mode, not the number of running sequences.
+  const std::vector<std::string> naive = {"--batching",       "static", "--batch-size", b,
+                                          "--max-seqs",       b,        "--kv-type",    "f32",
+                                          "--no-prefix-cache"};
+  std::vector<std::string> int8 = naive;
+  int8[7] = "int8-mixed";
+  const std::vector<std::string> continuous = {"--batching", "continuous", "--max-seqs", b,
+                                               "--kv-type",  "int8-mixed"};
+  return {
+      {0, "naive service", true, "", StageModel::Teacher, naive},
+      {1, "+ INT8 weights (noisy calibration), int8-mixed KV", true, "", StageModel::TeacherInt8,
+       int8},
+      {2, "+ structured pruning and distillation", true, "", StageModel::StudentInt8, int8},
+      {3,
+       "+ speculative decoding",
+       false,
+       "speculative decoding is not implemented yet",
+       StageModel::StudentInt8,
+       {}},
+      {4, "+ continuous batching, paged KV, prefix cache", true, "", StageModel::StudentInt8,
+       continuous},
+      {5,
+       "+ vocabulary trimming, output schema with jump-forward, lean path",
+       false,
+       "vocabulary trimming and constrained decoding are not implemented yet",
+       StageModel::StudentInt8,
+       {}},
+  };
+}
+
+std::vector<std::string> option_diff(const std::map<std::string, std::string>& before,
+                                     const std::map<std::string, std::string>& after,
+                                     const std::vector<std::string>& ignored) {
+  auto skip = [&](const std::string& k) {
+    return std::find(ignored.begin(), ignored.end(), k) != ignored.end();
+  };
+  std::vector<std::string> out;
+  for (const auto& [k, v] : after) {
+    if (skip(k)) continue;
+    const auto it = before.find(k);
+    if (it == before.end())
+      out.push_back(k + ": " + v + " (added)");
+    else if (it->second != v)
+      out.push_back(k + ": " + it->second + " -> " + v);
+  }
+  for (const auto& [k, v] : before)
+    if (!skip(k) && !after.count(k)) out.push_back(k + ": removed (was " + v + ")");
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace shrike::optimize
