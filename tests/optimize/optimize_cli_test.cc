@@ -1,0 +1,104 @@
+// `shrike optimize` end to end on a tiny dataset: a tiny teacher trained here, every stage served
+// by a real `shrike serve` and measured by a real `shrike loadtest`, with tiny bounds so it takes
+// well under a minute; then a rerun that rebuilds nothing; then bad inputs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "run_shrike.h"
+
+namespace fs = std::filesystem;
+using shrike::testing::CommandResult;
+using shrike::testing::run_shrike;
+
+namespace {
+
+class OptimizeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("shrike_optimize_cli_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+const char* kSmall =
+    " --preset tiny --epochs 1 --distill-epochs 1 --batch-size 2 --max-tokens 8 --c1-requests 4"
+    " --probes 1 --probe-seconds 0.5 --probe-requests 4 --eval-limit 4 --request-timeout 5"
+    " --threads 1";
+
+}  // namespace
+
+TEST_F(OptimizeCli, MeasuresEveryAvailableStageAndCachesModels) {
+  ASSERT_EQ(run_shrike("data gen --n 150 --seed 3 -o " + path("data")).exit_code, 0);
+  const std::string args = "optimize --data " + path("data") + " -o " + path("out") + kSmall;
+  const CommandResult r = run_shrike(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| 0 naive service |"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("stage 4: concurrency 1"), std::string::npos);
+  for (const char* f : {"report.md", "report.json", "latency_cdf.svg", "latency.svg", "goodput.svg",
+                        "memory.svg", "accuracy.svg", "teacher.gguf", "student-q8_0.gguf"})
+    EXPECT_TRUE(fs::exists(path("out/") + f)) << f;
+
+  std::ifstream in(path("out/report.json"));
+  const auto j = nlohmann::json::parse(in);
+  const auto& st = j.at("stages");
+  ASSERT_EQ(st.size(), 6u);
+  EXPECT_FALSE(st[3]["available"].get<bool>());
+  EXPECT_FALSE(st[5]["available"].get<bool>());
+  // What the servers themselves reported.
+  EXPECT_EQ(st[0]["serving_options"]["kv_type"], "f32");
+  EXPECT_EQ(st[0]["serving_options"]["batching"], "static");
+  EXPECT_EQ(st[0]["serving_options"]["weight_type"], "f32");
+  EXPECT_EQ(st[1]["serving_options"]["weight_type"], "q8_0");
+  EXPECT_EQ(st[4]["serving_options"]["batching"], "continuous");
+  const auto& changes = st[4]["changes"];
+  EXPECT_NE(std::find(changes.begin(), changes.end(), "batching: static -> continuous"),
+            changes.end())
+      << changes;
+  for (int i : {0, 1, 2, 4}) {
+    EXPECT_GT(st[i]["p50_ms"].get<double>(), 0) << i;
+    EXPECT_GT(st[i]["peak_rss_bytes"].get<int64_t>(), 0) << i;
+    EXPECT_EQ(st[i]["probes"].size(), 1u) << i;
+  }
+  // INT8 weights: under a third of f32's bytes; the pruned student smaller still.
+  EXPECT_LT(st[1]["weight_bytes"].get<double>(), st[0]["weight_bytes"].get<double>() / 3);
+  EXPECT_LT(st[2]["weight_bytes"].get<double>(), st[1]["weight_bytes"].get<double>());
+
+  // A rerun rebuilds no model (the manifest holds their keys) and measures again.
+  const CommandResult again = run_shrike(args);
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("teacher: cached"), std::string::npos) << again.err;
+  EXPECT_NE(again.err.find("student (distilled): cached"), std::string::npos);
+  EXPECT_EQ(again.err.find("train --data"), std::string::npos);
+  EXPECT_NE(again.err.find("stage 4: concurrency 1"), std::string::npos);
+}
+
+TEST_F(OptimizeCli, BadInputsNameWhatIsWrong) {
+  fs::create_directories(path("data"));
+  std::ofstream(path("data/train.jsonl")) << "{\"text\":\"hi\",\"intent\":\"greet\"}\n";
+  CommandResult r = run_shrike("optimize --data " + path("data") + " -o " + path("out"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("dev.jsonl: missing"), std::string::npos) << r.err;
+  for (const char* s : {"dev", "test", "test_noisy"})
+    std::ofstream(path("data/") + s + ".jsonl") << "{\"text\":\"hi\",\"intent\":\"greet\"}\n";
+  std::ofstream(path("notgguf.gguf")) << "hello";
+  r = run_shrike("optimize --data " + path("data") + " --teacher " + path("notgguf.gguf") + " -o " +
+                 path("out"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("notgguf.gguf: not a GGUF file"), std::string::npos) << r.err;
+  r = run_shrike("optimize --data " + path("data") + " --teacher " + path("nope.gguf") + " -o " +
+                 path("out"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nope.gguf: cannot read"), std::string::npos) << r.err;
+  std::ofstream(path("data/test.jsonl")) << "{\"text\":\"hi\"}\n";
+  r = run_shrike("optimize --data " + path("data") + " -o " + path("out"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("test.jsonl:1"), std::string::npos) << r.err;
+}

@@ -1,0 +1,234 @@
+// The pure parts of `shrike optimize`: stage table and option diffs, the artefact cache, the rate
+// search (on a fake server), histogram quantiles, report rendering, and the child-process runner.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "optimize/artefact_cache.h"
+#include "optimize/process.h"
+#include "optimize/rate_search.h"
+#include "optimize/report.h"
+#include "optimize/served.h"
+#include "optimize/stages.h"
+
+namespace fs = std::filesystem;
+using namespace shrike::optimize;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d =
+      fs::temp_directory_path() / ("shrike_opt_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write(const fs::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+}
+
+}  // namespace
+
+TEST(Stages, TableMarksUnavailableStagesAndChangesOneThingAtATime) {
+  const auto stages = default_stages(4);
+  ASSERT_EQ(stages.size(), 6u);
+  for (size_t i = 0; i < stages.size(); ++i) EXPECT_EQ(stages[i].id, int(i));
+  EXPECT_FALSE(stages[3].available);
+  EXPECT_FALSE(stages[5].available);
+  EXPECT_FALSE(stages[3].reason.empty());
+  // Stage 1 changes the KV type (and the model); stage 2 only the model.
+  EXPECT_EQ(stages[0].model, StageModel::Teacher);
+  EXPECT_EQ(stages[1].model, StageModel::TeacherInt8);
+  EXPECT_EQ(stages[1].serve_args[7], "int8-mixed");
+  EXPECT_EQ(stages[0].serve_args[7], "f32");
+  EXPECT_EQ(stages[1].serve_args, stages[2].serve_args);
+  EXPECT_NE(stages[1].model, stages[2].model);
+  // Stage 4: same model, continuous batching with the prefix cache left on.
+  EXPECT_EQ(stages[4].model, stages[2].model);
+  const auto& a = stages[4].serve_args;
+  EXPECT_NE(std::find(a.begin(), a.end(), "continuous"), a.end());
+  EXPECT_EQ(std::find(a.begin(), a.end(), "--no-prefix-cache"), a.end());
+}
+
+TEST(Stages, OptionDiffListsChangedAddedRemovedAndSkipsIgnored) {
+  const std::map<std::string, std::string> a = {
+      {"batching", "static"}, {"batch_size", "8"}, {"kv_type", "f32"}, {"weight_bytes", "100"}};
+  const std::map<std::string, std::string> b = {{"batching", "continuous"},
+                                                {"kv_type", "f32"},
+                                                {"prefix_cache", "on"},
+                                                {"weight_bytes", "50"}};
+  const auto d = option_diff(a, b, {"weight_bytes"});
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0], "batch_size: removed (was 8)");
+  EXPECT_EQ(d[1], "batching: static -> continuous");
+  EXPECT_EQ(d[2], "prefix_cache: on (added)");
+  EXPECT_TRUE(option_diff(a, a).empty());
+  EXPECT_EQ(option_diff(a, b).size(), 4u);  // weight_bytes counts when not ignored
+}
+
+TEST(ArtefactCache, FreshOnlyForTheSameRecipeInputsAndAnExistingFile) {
+  const fs::path d = temp_dir("cache");
+  const std::string in = (d / "in.txt").string(), art = (d / "model.gguf").string(),
+                    manifest = (d / "manifest.json").string();
+  write(in, "abc");
+  const std::string key = artefact_key({"train", "--epochs", "2"}, {in});
+  EXPECT_EQ(key, artefact_key({"train", "--epochs", "2"}, {in}));
+  EXPECT_NE(key, artefact_key({"train", "--epochs", "3"}, {in}));
+  EXPECT_NE(key, artefact_key({"train", "--epochs2"}, {in}));  // argument boundaries count
+  {
+    ArtefactCache c(manifest);
+    EXPECT_FALSE(c.fresh(art, key));
+    write(art, "model");
+    c.record(art, key);
+    EXPECT_TRUE(c.fresh(art, key));
+  }
+  ArtefactCache again(manifest);  // the manifest persists
+  EXPECT_TRUE(again.fresh(art, key));
+  write(in, "abd");  // an input's contents change: a new key
+  EXPECT_FALSE(again.fresh(art, artefact_key({"train", "--epochs", "2"}, {in})));
+  fs::remove(art);  // the artefact is gone: not fresh whatever the manifest says
+  EXPECT_FALSE(again.fresh(art, key));
+  write(art, "model");
+  again.forget(art);
+  EXPECT_FALSE(ArtefactCache(manifest).fresh(art, key));
+  write(manifest, "{not json");  // a damaged manifest rebuilds everything, no throw
+  EXPECT_FALSE(ArtefactCache(manifest).fresh(art, key));
+  EXPECT_THROW(file_hash((d / "missing").string()), std::exception);
+  fs::remove_all(d);
+}
+
+TEST(RateSearch, BracketsAndBisectsTowardsTheCapacity) {
+  // A fake server: everything within budget up to 7.3 req/s, then quickly worse.
+  int calls = 0;
+  auto measure = [&](double rate) {
+    ++calls;
+    return rate <= 7.3 ? 1.0 : 0.9;
+  };
+  RateSearchOptions o;
+  o.start_rate = 2;
+  o.max_probes = 8;
+  const auto r = search_rate(o, measure);
+  EXPECT_EQ(calls, int(r.probes.size()));
+  EXPECT_LE(int(r.probes.size()), 8);
+  EXPECT_LE(r.best_rate, 7.3);
+  EXPECT_GT(r.best_rate, 7.3 / 1.1 - 1e-9);  // bisected to within 10%
+  for (const auto& p : r.probes) EXPECT_EQ(p.pass, p.rate <= 7.3);
+}
+
+TEST(RateSearch, GoesDownFromATooHighStartAndRespectsBounds) {
+  RateSearchOptions o;
+  o.start_rate = 100;
+  o.max_probes = 3;
+  auto r = search_rate(o, [](double rate) { return rate <= 10 ? 1.0 : 0.0; });
+  ASSERT_EQ(r.probes.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.probes[0].rate, 100);
+  EXPECT_DOUBLE_EQ(r.probes[1].rate, 50);
+  EXPECT_DOUBLE_EQ(r.probes[2].rate, 25);
+  EXPECT_EQ(r.best_rate, 0);  // nothing passed within the probes
+  // Never below min_rate, and it stops there instead of probing it again.
+  o.min_rate = 1;
+  o.start_rate = 2;
+  o.max_probes = 10;
+  r = search_rate(o, [](double) { return 0.5; });
+  EXPECT_EQ(r.probes.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.probes.back().rate, 1);
+  // Always passing: doubles up to max_rate and stops.
+  o.max_rate = 16;
+  r = search_rate(o, [](double) { return 1.0; });
+  EXPECT_DOUBLE_EQ(r.best_rate, 16);
+  EXPECT_EQ(r.probes.size(), 4u);  // 2, 4, 8, 16
+}
+
+TEST(Served, HistogramQuantileOfTheRequestsBetweenScrapes) {
+  const std::string before =
+      "shrike_queue_wait_seconds_bucket{le=\"0.001\"} 10\n"
+      "shrike_queue_wait_seconds_bucket{le=\"0.01\"} 10\n"
+      "shrike_queue_wait_seconds_bucket{le=\"0.1\"} 10\n"
+      "shrike_queue_wait_seconds_bucket{le=\"+Inf\"} 10\n";
+  const std::string after =
+      "# HELP x\nshrike_queue_wait_seconds_bucket{le=\"0.001\"} 60\n"
+      "shrike_queue_wait_seconds_bucket{le=\"0.01\"} 108\n"
+      "shrike_queue_wait_seconds_bucket{le=\"0.1\"} 110\n"
+      "shrike_queue_wait_seconds_bucket{le=\"+Inf\"} 110\n"
+      "shrike_other_bucket{le=\"0.001\"} 1\n";
+  // 100 new requests: 50 within 1 ms, 98 within 10 ms, all within 100 ms.
+  EXPECT_DOUBLE_EQ(histogram_quantile(before, after, "shrike_queue_wait_seconds", 0.5), 0.001);
+  EXPECT_DOUBLE_EQ(histogram_quantile(before, after, "shrike_queue_wait_seconds", 0.98), 0.01);
+  EXPECT_DOUBLE_EQ(histogram_quantile(before, after, "shrike_queue_wait_seconds", 0.99), 0.1);
+  EXPECT_DOUBLE_EQ(histogram_quantile("", after, "shrike_queue_wait_seconds", 0.5), 0.001);
+  EXPECT_TRUE(std::isnan(histogram_quantile(after, after, "shrike_queue_wait_seconds", 0.99)));
+  EXPECT_TRUE(std::isnan(histogram_quantile("", "", "shrike_queue_wait_seconds", 0.99)));
+}
+
+TEST(Served, PeakRssFromProcStatus) {
+  EXPECT_EQ(parse_vm_hwm("Name:\tshrike\nVmPeak:\t 999 kB\nVmHWM:\t    2048 kB\n"), 2048 * 1024);
+  EXPECT_EQ(parse_vm_hwm("Name:\tshrike\n"), -1);
+}
+
+TEST(Report, MarkdownShowsUnavailableStagesRatiosAndChanges) {
+  Report r;
+  r.command = "shrike optimize --data d -o o";
+  r.common_rate = 4;
+  StageResult s0, s3, s4;
+  s0.stage = default_stages(8)[0];
+  s0.p50_ms = 40, s0.p99_ms = 80, s0.rate.best_rate = 2;
+  s0.weight_bytes = 4000000, s0.kv_bytes = 1000000, s0.peak_rss_bytes = 20000000;
+  s0.clean = {0.9, 0.8};
+  s0.noisy = {0.8, 0.7};
+  s3.stage = default_stages(8)[3];
+  s4 = s0;
+  s4.stage = default_stages(8)[4];
+  s4.p50_ms = 10;
+  s4.rate.best_rate = 8;
+  s4.changes = {"batching: static -> continuous"};
+  r.stages = {s0, s3, s4};
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("not available: speculative decoding"), std::string::npos);
+  EXPECT_NE(md.find("| 4 | x0.25 | x1.00 | x4.00 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("`batching: static -> continuous`"), std::string::npos);
+  EXPECT_NE(md.find("![latency CDF](latency_cdf.svg)"), std::string::npos);
+  const auto j = render_json(r);
+  ASSERT_EQ(j["stages"].size(), 3u);
+  EXPECT_FALSE(j["stages"][1]["available"].get<bool>());
+  EXPECT_DOUBLE_EQ(j["stages"][2]["ratio_to_stage0"]["max_rate"].get<double>(), 4.0);
+  const auto plots = render_plots(r);
+  ASSERT_EQ(plots.size(), 5u);
+  for (const auto& [name, svg] : plots) {
+    EXPECT_EQ(svg.rfind("<svg", 0), 0u) << name;
+    EXPECT_NE(svg.find("</svg>"), std::string::npos) << name;
+  }
+  // Two measured stages: two bar groups labelled in the latency chart.
+  EXPECT_NE(plots.at("latency.svg").find(">stage 4<"), std::string::npos);
+  EXPECT_EQ(plots.at("latency.svg").find(">stage 3<"), std::string::npos);
+}
+
+TEST(Process, RunCheckedReportsFailuresAndKillsWhatOverruns) {
+  const fs::path d = temp_dir("proc");
+  const std::string log = (d / "log").string();
+  EXPECT_NO_THROW(run_checked({"/bin/sh", "-c", "echo hello"}, log, 10));
+  EXPECT_NE(tail_of(log, 5).find("hello"), std::string::npos);
+  try {
+    run_checked({"/bin/sh", "-c", "echo broken >&2; exit 3"}, log, 10);
+    FAIL() << "no throw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("exit status 3"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("broken"), std::string::npos);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(run_checked({"/bin/sleep", "30"}, log, 0.3), std::runtime_error);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+  pid_t pid = 0;
+  {
+    Child c({"/bin/sleep", "30"}, log);
+    pid = c.pid();
+    EXPECT_FALSE(c.poll());
+  }  // the destructor stops it
+  EXPECT_NE(kill(pid, 0), 0);
+  EXPECT_EQ(shell_join({"a", "b c", "it's"}), "a 'b c' 'it'\\''s'");
+  fs::remove_all(d);
+}
