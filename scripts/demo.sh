@@ -7,7 +7,7 @@
 #
 #   scripts/demo.sh [--full] [OUT_DIR]     (default runs/demo)
 #
-# Default: preset small, 2 epochs on 8000 examples
+# Default: preset small, 4 epochs on 8000 examples, 2 distillation epochs
 # (~20 min on 2 cores from a fresh clone, build included; a rerun reuses the models in OUT_DIR).
 # --full: the full-size teacher (preset base, 5 epochs on 20000 examples, every test example).
 set -euo pipefail
@@ -30,7 +30,7 @@ if ((full)); then
   n=20000 opts=(--preset base --epochs 5 --distill-epochs 2)
   out="${out%/}-full"
 else
-  n=8000 opts=(--preset small --epochs 2 --distill-epochs 1)
+  n=8000 opts=(--preset small --epochs 4 --distill-epochs 2)
 fi
 mkdir -p "$out"
 step "data: the built-in zh/en workload, $n training examples"
@@ -39,12 +39,16 @@ step "optimize (models cached in $out/opt; a line per step)"
 "$bin" optimize --data "$out/data" -o "$out/opt" "${opts[@]}"
 step "report: $out/opt/report.md (plots beside it)"
 
-final="$out/opt/student-q8_0.gguf"
-serve_cmd=("$bin" serve "$final" --host 127.0.0.1 --port 8080 --kv-type int8-mixed)
-prompt="$(printf 'intent+slots: where is my order SO12345\n')"
-body="$(python3 -c 'import json,sys; print(json.dumps({"prompt": sys.argv[1], "max_tokens": 64, "temperature": 0}))' "$prompt")"
+# The last measured stage's own serve command (from report.json), on port 8080.
+mapfile -t serve_cmd < <(python3 -c '
+import json, sys
+stages = [s for s in json.load(open(sys.argv[1]))["stages"] if s["available"]]
+argv = stages[-1]["serve_argv"]
+print("\n".join([sys.argv[2]] + argv[1:] + ["--host", "127.0.0.1", "--port", "8080"]))' "$out/opt/report.json" "$bin")
+prompt_json="$(python3 -c 'import json; print(json.dumps("intent+slots: where is my order SO12345\n"))')"
+body="{\"prompt\": $prompt_json, \"max_tokens\": 64, \"temperature\": 0}"
 if curl -sf http://127.0.0.1:8080/health >/dev/null 2>&1; then
-  echo "Port 8080 is taken; start the final model yourself: ${serve_cmd[*]} --port 8081"
+  echo "Port 8080 is taken; start the final model yourself, on another --port: ${serve_cmd[*]}"
   exit 0
 fi
 nohup "${serve_cmd[@]}" >"$out/serve.log" 2>&1 &

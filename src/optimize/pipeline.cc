@@ -333,6 +333,7 @@ Report run_optimize(const OptimizeOptions& o) {
       std::vector<std::string> shown = {"shrike", "serve", s.model_path};
       shown.insert(shown.end(), serve_args.begin(), serve_args.end());
       s.serve_command = shell_join(shown);
+      s.serve_argv = shown;
     }
     s.options = server.serving_options();
     // The byte counts follow from the model and the pool; the report has them as columns.

@@ -163,6 +163,7 @@ nlohmann::json render_json(const Report& r) {
       probes.push_back({{"rate", p.rate}, {"within_budget", p.within_budget}, {"pass", p.pass}});
     st.update({{"model", s.model_path},
                {"serving_options", s.options},
+               {"serve_argv", s.serve_argv},
                {"changes", s.changes},
                {"p50_ms", num(s.p50_ms)},
                {"p99_ms", num(s.p99_ms)},

@@ -24,6 +24,7 @@ struct StageResult {
   std::map<std::string, std::string> options;  // effective, as /v1/models reported them
   std::vector<std::string> changes;            // option_diff against the previous measured stage
   std::string serve_command;                   // as run, with the binary shown as `shrike`
+  std::vector<std::string> serve_argv;         // the same, one argument each (scripts rerun it)
   // Concurrency 1: end-to-end latency of the held-out requests, ms.
   double p50_ms = NAN, p99_ms = NAN;
   std::vector<double> e2e_ms;  // every completed request, for the CDF

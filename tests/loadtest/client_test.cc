@@ -88,6 +88,16 @@ std::string scripted_misses(const Summary& s) {
   return m;
 }
 
+// --stop-at-eos: the request leaves ignore_eos out, so answers end at EOS as a task service's do.
+TEST(LoadtestClient, IgnoreEosOnlyWhenAsked) {
+  RunConfig cfg;
+  EXPECT_EQ(nlohmann::json::parse(request_body(cfg, "hi", 5))["ignore_eos"], true);
+  cfg.ignore_eos = false;
+  const auto j = nlohmann::json::parse(request_body(cfg, "hi", 5));
+  EXPECT_FALSE(j.contains("ignore_eos"));
+  EXPECT_EQ(j["max_tokens"], 5);
+}
+
 TEST(LoadtestClient, StreamedCompletionsMatchScript) {
   StubServer server(StubScript{});
   auto cfg = config_for(server.url());

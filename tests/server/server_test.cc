@@ -356,6 +356,12 @@ TEST_F(ServerTest, ModelsHealthMetrics) {
   EXPECT_EQ(m.parsed()["object"], "list");
   EXPECT_EQ(m.parsed()["data"][0]["id"], "tiny");
   EXPECT_EQ(m.parsed()["data"][0]["object"], "model");
+  // The shrike extension: the effective serving options (defaults here).
+  const json o = m.parsed()["data"][0]["shrike"]["serving_options"];
+  EXPECT_EQ(o["batching"], "continuous") << m.body;
+  EXPECT_EQ(o["kv_type"], "f16");
+  EXPECT_EQ(o["prefix_cache"], "on");
+  EXPECT_GT(std::stoll(o["kv_bytes"].get<std::string>()), 0);
   EXPECT_EQ(get(port(), "/v1/models/tiny").status, 200);
   EXPECT_EQ(get(port(), "/v1/models/other").status, 404);
   EXPECT_EQ(get(port(), "/v1/models", {}).status, 401);
@@ -702,6 +708,10 @@ TEST_F(SlowServerTest, Int8MixedKvCacheBytesInMetrics) {
   EXPECT_NE(server.log().find("KV cache int8-mixed (sinks 4, window 16, heavy 20%, f16 layers 0)"),
             std::string::npos)
       << server.log();
+  // int8-mixed turns the prefix cache off, and /v1/models says so.
+  const json o = get(server.port(), "/v1/models").parsed()["data"][0]["shrike"]["serving_options"];
+  EXPECT_EQ(o["prefix_cache"], "off");
+  EXPECT_EQ(o["kv_type"].get<std::string>().rfind("int8-mixed", 0), 0u);
   // 4 layers of 4 kv heads of 64: layer 0 in f16 (2 x 4 x 64 x 2 bytes), 3 in int8 (2 x 4 x 68).
   EXPECT_EQ(scrape(server.port(), R"(shrike_kv_cache_bytes_per_token{type="int8-mixed"})"),
             2 * 4 * 64 * 2 + 3 * 2 * 4 * (64 + 4));
