@@ -45,8 +45,8 @@ struct RunConfig {
   double duration_s = 0;     // 0: unbounded; no request is sent after this, in-flight ones finish
   uint64_t seed = 0;
   std::vector<PromptEntry> prompts;         // empty: synthesised prompts
-  // Ask for exactly max_tokens (as llama-server and vLLM do by default otherwise stop early at
-  // EOS); false measures answers of their natural length, as a task service sees them.
+  // true: every request asks for exactly max_tokens (ignore_eos; servers would otherwise stop at
+  // EOS); false: answers end at EOS, their natural length, as a task service sees them.
   bool ignore_eos = true;
   bool progress = false;                    // live progress line on stderr
   const std::atomic<bool>* stop = nullptr;  // set (e.g. by SIGINT) to stop sending

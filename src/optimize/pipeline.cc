@@ -380,9 +380,13 @@ Report run_optimize(const OptimizeOptions& o) {
     });
 
     if (report.common_rate <= 0) {
+      // Twice what stage 0 sustains; when it sustains no probed rate, the lowest rate it was
+      // probed at (so the queues of every stage are compared where stage 0 already fails).
+      double lowest = ro.max_rate;
+      for (const auto& p : s.rate.probes) lowest = std::min(lowest, p.rate);
       report.common_rate = o.common_rate > 0      ? o.common_rate
                            : s.rate.best_rate > 0 ? 2 * s.rate.best_rate
-                                                  : ro.min_rate;
+                                                  : lowest;
     }
     char buf[160];
     std::snprintf(buf, sizeof buf, "%s: common rate %.2f req/s", tag.c_str(), report.common_rate);

@@ -30,7 +30,8 @@ struct OptimizeOptions {
   double budget_ms = 100, target = 0.99, burstiness = 0.3;
   int max_probes = 4, probe_requests = 200;
   double probe_seconds = 6;
-  double common_rate = 0;  // 0: twice stage 0's highest rate within the budget
+  double common_rate = 0;  // 0: twice stage 0's highest rate within the budget (or its lowest
+                           // probed rate when none passed)
   double request_timeout_s = 2;
   int eval_limit = 0;                                // 0: every test example
   std::function<void(const std::string&)> progress;  // one line per step
