@@ -306,6 +306,9 @@ Report run_optimize(const OptimizeOptions& o) {
 
   const std::vector<Stage> stages = default_stages(o.static_batch);
   const StageResult* previous = nullptr;
+  const Stage* last_available = nullptr;  // the sample request goes to it
+  for (const Stage& st : stages)
+    if (st.available) last_available = &st;
   const int c1 =
       o.c1_requests > 0 ? std::min<int>(o.c1_requests, int(test.size())) : int(test.size());
   for (const Stage& stage : stages) {
@@ -399,7 +402,7 @@ Report run_optimize(const OptimizeOptions& o) {
     s.timeout_rate = jnum(common.summary, "timeout_rate");
     s.common_within_budget = common.within_budget;
     s.peak_rss_bytes = server.peak_rss_bytes();
-    if (&stage == &stages.back() || stage.id == 4) {
+    if (&stage == last_available) {
       report.sample_prompt = data::task_prompt(test.front().text);
       report.sample_answer = server.complete(report.sample_prompt, o.max_tokens);
     }
