@@ -35,7 +35,8 @@ std::vector<Stage> default_stages(int static_batch) {
       {3,
        "+ speculative decoding",
        false,
-       "speculative decoding is not implemented yet",
+       "speculative decoding is not in shrike serve yet (src/decode has its primitives; the engine "
+       "does not use them)",
        StageModel::StudentInt8,
        {}},
       {4, "+ continuous batching, paged KV, prefix cache", true, "", StageModel::StudentInt8,
