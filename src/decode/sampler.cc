@@ -215,8 +215,9 @@ void Sampler::apply_penalties(float* logits, int64_t n_vocab, std::span<const in
 }
 
 SampleResult Sampler::sample(float* logits, int64_t n_vocab, std::span<const int32_t> prompt,
-                             std::span<const int32_t> output) {
+                             std::span<const int32_t> output, const TokenBitset* allowed) {
   check_vocab(logits, n_vocab);
+  if (allowed) apply_token_mask(logits, n_vocab, *allowed);
   const bool want_logprobs = params_.logprobs || params_.top_logprobs > 0;
   const double log_norm = want_logprobs ? log_sum_exp(logits, n_vocab) : 0.0;
 
@@ -241,8 +242,9 @@ SampleResult Sampler::sample(float* logits, int64_t n_vocab, std::span<const int
   return result;
 }
 
-int32_t Sampler::sample(float* logits, int64_t n_vocab) {
+int32_t Sampler::sample(float* logits, int64_t n_vocab, const TokenBitset* allowed) {
   check_vocab(logits, n_vocab);
+  if (allowed) apply_token_mask(logits, n_vocab, *allowed);
   return pick(logits, n_vocab);
 }
 

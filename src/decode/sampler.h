@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "decode/token_mask.h"
+
 namespace shrike::decode {
 
 struct SamplerParams {
@@ -62,10 +64,13 @@ class Sampler {
   // prompt / output: the request's tokens so far, for the penalties (the prompt is read only
   // when repetition_penalty != 1). Throws std::invalid_argument for an empty vocabulary or a
   // token id outside it.
+  // allowed (a constraint's mask): tokens outside it get -inf in `logits` before anything else
+  // (penalties, temperature, greedy), and stay -inf on return; log probabilities are then those
+  // of the constrained distribution.
   SampleResult sample(float* logits, int64_t n_vocab, std::span<const int32_t> prompt,
-                      std::span<const int32_t> output);
+                      std::span<const int32_t> output, const TokenBitset* allowed = nullptr);
   // Without penalties or logprobs (the CLI's generate loop).
-  int32_t sample(float* logits, int64_t n_vocab);
+  int32_t sample(float* logits, int64_t n_vocab, const TokenBitset* allowed = nullptr);
 
   // The distribution sample() draws from for these logits, after the penalties, temperature,
   // top-k, top-p and min-p: the tokens of non-zero probability (in no particular order) with

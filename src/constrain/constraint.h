@@ -1,0 +1,97 @@
+// A compiled constraint bound to a vocabulary (shared by every request that uses it) and the
+// per-request cursor over it.
+//
+// The engine's use, per sequence and decode step:
+//   const auto& mask = state.allowed_mask();        // cached per automaton state
+//   sampler.sample(logits, n_vocab, prompt, output, &mask);
+//   state.advance(token);                          // the sampled token
+//   if (state.is_complete()) finish;               // only EOS could follow
+// and, for jump-forward, before sampling: tokens = state.forced_tokens(); run them as one
+// prefill chunk (each passed to advance()), then sample after them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "constrain/automaton.h"
+#include "constrain/token_vocab.h"
+#include "decode/token_mask.h"
+
+namespace shrike::constrain {
+
+// The tokens allowed in one automaton state.
+struct TokenMask {
+  decode::TokenBitset allowed;
+  int64_t count = 0;  // allowed.count()
+  int32_t only = -1;  // the allowed token when count == 1
+};
+
+class Constraint {
+ public:
+  // Masks of distinct content are kept up to cache_bytes; past that they are computed per call
+  // (correct, only slower), so one constraint cannot hold unbounded memory.
+  Constraint(Automaton automaton, std::shared_ptr<const TokenVocab> vocab,
+             size_t cache_bytes = size_t(64) << 20);
+
+  const Automaton& automaton() const { return automaton_; }
+  const TokenVocab& vocab() const { return *vocab_; }
+
+  // The tokens allowed in `state`: usable tokens whose bytes keep the automaton alive, plus EOS
+  // where the state accepts. at_start: the first output token, whose leading ' ' the
+  // detokeniser drops (TokenVocab::strip_leading_space). Thread-safe.
+  std::shared_ptr<const TokenMask> mask(int32_t state, bool at_start) const;
+  // The state after `token`, or kDead when the mask would not allow it (EOS: the same state
+  // when accepting).
+  int32_t next(int32_t state, bool at_start, int32_t token) const;
+  // Masks computed so far (the cold cost's count) and distinct masks cached.
+  int64_t masks_computed() const;
+  size_t distinct_masks() const;
+
+ private:
+  std::shared_ptr<const TokenMask> compute(int32_t state, bool at_start) const;
+
+  Automaton automaton_;
+  std::shared_ptr<const TokenVocab> vocab_;
+  size_t cache_limit_;
+  mutable std::mutex mu_;
+  mutable std::vector<std::shared_ptr<const TokenMask>> by_state_;  // [state * 2 + at_start]
+  mutable std::unordered_map<uint64_t, std::vector<std::shared_ptr<const TokenMask>>> by_hash_;
+  mutable size_t cached_bytes_ = 0;
+  mutable int64_t computed_ = 0;
+};
+
+class ConstraintState {
+ public:
+  explicit ConstraintState(std::shared_ptr<const Constraint> c);
+
+  // The tokens allowed next.
+  const decode::TokenBitset& allowed_mask();
+  // Consumes a generated token. False (nothing changes) when the mask does not allow it. EOS
+  // (allowed when accepting()) ends the constrained text.
+  bool advance(int32_t token);
+  // The tokens forced from here: while exactly one token is allowed (and it is not EOS), that
+  // token. Does not advance; at most `max` tokens.
+  std::vector<int32_t> forced_tokens(size_t max = 512) const;
+  // The bytes every continuation must begin with (text-level jump-forward).
+  std::string forced_text() const { return c_->automaton().forced_bytes(state_); }
+
+  // The text so far is a complete match: EOS is allowed now.
+  bool accepting() const { return c_->automaton().accepting(state_); }
+  // Nothing but EOS may follow (or EOS has been consumed): the request can finish.
+  bool is_complete() const;
+  int32_t state() const { return state_; }
+  const Constraint& constraint() const { return *c_; }
+
+ private:
+  std::shared_ptr<const Constraint> c_;
+  int32_t state_;
+  bool at_start_;
+  bool ended_ = false;
+  std::shared_ptr<const TokenMask> mask_;  // for (state_, at_start_), fetched on demand
+};
+
+}  // namespace shrike::constrain

@@ -1,0 +1,368 @@
+#include "constrain/json_schema.h"
+
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "constrain/error.h"
+#include "constrain/regex.h"
+#include "constrain/utf8.h"
+
+namespace shrike::constrain {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+const std::set<std::string>& annotations() {
+  static const std::set<std::string> k{"title",    "description", "default",  "examples",
+                                       "$schema",  "$id",         "$comment", "deprecated",
+                                       "readOnly", "writeOnly",   "$defs",    "definitions"};
+  return k;
+}
+
+class SchemaCompiler {
+ public:
+  SchemaCompiler(Nfa& nfa, const ojson& root) : nfa_(nfa), root_(root) {}
+
+  Frag value(const ojson& s, const std::string& where, int depth) {
+    if (depth > kMaxSchemaDepth)
+      fail(where, "schema nested deeper than " + std::to_string(kMaxSchemaDepth) + " levels");
+    if (s.is_boolean()) {
+      if (!s.get<bool>()) fail(where, "the schema false matches nothing");
+      return any_value(kAnyValueDepth);
+    }
+    if (!s.is_object()) fail(where, "a schema must be an object or a boolean");
+    check_keywords(s, where);
+
+    if (const auto it = s.find("$ref"); it != s.end()) return ref(*it, where, depth);
+    if (const auto it = s.find("allOf"); it != s.end()) {
+      if (!it->is_array() || it->size() != 1)
+        fail(where, "'allOf' is only supported with exactly one member");
+      return value((*it)[0], where + "/allOf/0", depth + 1);
+    }
+    if (const auto it = s.find("const"); it != s.end()) return nfa_.literal(it->dump());
+    if (const auto it = s.find("enum"); it != s.end()) {
+      if (!it->is_array() || it->empty()) fail(where, "'enum' must be a non-empty array");
+      std::vector<Frag> alts;
+      for (const auto& v : *it) alts.push_back(nfa_.literal(v.dump()));
+      return nfa_.alt(alts);
+    }
+    if (const auto it = s.find("anyOf"); it != s.end()) {
+      if (!it->is_array() || it->empty()) fail(where, "'anyOf' must be a non-empty array");
+      std::vector<Frag> alts;
+      for (size_t i = 0; i < it->size(); ++i)
+        alts.push_back(value((*it)[i], where + "/anyOf/" + std::to_string(i), depth + 1));
+      return nfa_.alt(alts);
+    }
+    const auto type = s.find("type");
+    if (type == s.end()) {
+      if (s.contains("properties")) return object(s, where, depth);
+      if (s.contains("items")) return array(s, where, depth);
+      return any_value(kAnyValueDepth);
+    }
+    if (type->is_array()) {
+      if (type->empty()) fail(where, "'type' must not be an empty list");
+      std::vector<Frag> alts;
+      for (const auto& t : *type) alts.push_back(typed(s, t, where, depth));
+      return nfa_.alt(alts);
+    }
+    return typed(s, *type, where, depth);
+  }
+
+ private:
+  [[noreturn]] static void fail(const std::string& where, const std::string& what) {
+    throw ConstraintError("JSON schema at " + (where.empty() ? std::string("#") : where) + ": " +
+                          what);
+  }
+
+  void check_keywords(const ojson& s, const std::string& where) {
+    static const std::set<std::string> handled{
+        "type",  "properties", "required",  "additionalProperties",
+        "enum",  "const",      "anyOf",     "allOf",
+        "$ref",  "pattern",    "minLength", "maxLength",
+        "items", "minItems",   "maxItems"};
+    for (const auto& [key, v] : s.items()) {
+      if (handled.count(key) || annotations().count(key)) continue;
+      fail(where, "the keyword '" + key + "' is not supported");
+    }
+    if (const auto it = s.find("additionalProperties");
+        it != s.end() && !(it->is_boolean() && !it->get<bool>()))
+      fail(where, "'additionalProperties' is only supported as false (or absent)");
+  }
+
+  Frag ref(const ojson& r, const std::string& where, int depth) {
+    if (!r.is_string()) fail(where, "'$ref' must be a string");
+    const std::string path = r.get<std::string>();
+    std::string section, name;
+    for (const char* prefix : {"#/$defs/", "#/definitions/"})
+      if (path.rfind(prefix, 0) == 0) {
+        section = std::string(prefix).substr(2, std::string(prefix).size() - 3);
+        name = path.substr(std::string(prefix).size());
+      }
+    if (section.empty() || name.empty() || name.find('/') != std::string::npos)
+      fail(where,
+           "'$ref' \"" + path + "\": only #/$defs/NAME and #/definitions/NAME are supported");
+    if (std::find(refs_.begin(), refs_.end(), path) != refs_.end())
+      fail(where, "'$ref' \"" + path + "\" is recursive; recursive schemas are not supported");
+    const auto sec = root_.find(section);
+    if (sec == root_.end() || !sec->is_object() || !sec->contains(name))
+      fail(where, "'$ref' \"" + path + "\" names no definition");
+    refs_.push_back(path);
+    const Frag f = value((*sec)[name], path.substr(1), depth + 1);
+    refs_.pop_back();
+    return f;
+  }
+
+  static std::optional<int64_t> count(const ojson& s, const char* key, const std::string& where) {
+    const auto it = s.find(key);
+    if (it == s.end()) return std::nullopt;
+    if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 100000)
+      fail(where, std::string("'") + key + "' must be an integer in [0, 100000]");
+    return it->get<int64_t>();
+  }
+
+  Frag typed(const ojson& s, const ojson& t, const std::string& where, int depth) {
+    if (!t.is_string()) fail(where, "'type' must be a string or a list of strings");
+    const std::string type = t.get<std::string>();
+    if (type == "object") return object(s, where, depth);
+    if (type == "array") return array(s, where, depth);
+    if (type == "string") return string(s, where);
+    if (type == "integer") return integer();
+    if (type == "number") return number();
+    if (type == "boolean") return nfa_.alt({nfa_.literal("true"), nfa_.literal("false")});
+    if (type == "null") return nfa_.literal("null");
+    fail(where, "unknown type '" + type + "'");
+  }
+
+  // [0-9]{0,n} as nested optionals.
+  Frag up_to_digits(int n) {
+    Frag tail = nfa_.empty();
+    for (int i = 0; i < n; ++i) tail = nfa_.optional(nfa_.concat(nfa_.seq({{'0', '9'}}), tail));
+    return tail;
+  }
+
+  // At most 19 digits, so every integer fits a 64-bit integer (or a double) when parsed.
+  Frag integer() {
+    Frag digits = nfa_.alt({nfa_.literal("0"), nfa_.concat(nfa_.seq({{'1', '9'}}),
+                                                           up_to_digits(kMaxIntegerDigits - 1))});
+    return nfa_.concat(nfa_.optional(nfa_.literal("-")), digits);
+  }
+
+  Frag number() {
+    Frag f = integer();
+    f = nfa_.concat(
+        f, nfa_.optional(nfa_.concat(nfa_.literal("."), nfa_.plus(nfa_.seq({{'0', '9'}})))));
+    Frag exp = nfa_.concat(nfa_.seqs({{{'e', 'e'}}, {{'E', 'E'}}}),
+                           nfa_.seqs({{{'+', '+'}}, {{'-', '-'}}, {}}));
+    // At most two exponent digits: 1e999 is valid JSON grammar but overflows a double, and
+    // parsers (nlohmann, Python's json with floats) reject or mangle it.
+    exp =
+        nfa_.concat(exp, nfa_.concat(nfa_.seq({{'0', '9'}}), up_to_digits(kMaxExponentDigits - 1)));
+    return nfa_.concat(f, nfa_.optional(exp));
+  }
+
+  // One character of JSON string content: unescaped (not ", \ or a control) or an escape; \u
+  // escapes of surrogates are left out (a lone one is invalid, and pairs are not worth it).
+  Frag string_char() {
+    CodeSet plain = CodeSet::of(0x20, kMaxCodePoint);
+    CodeSet bad;
+    bad.add('"', '"'), bad.add('\\', '\\');
+    plain = plain.intersect(bad.complement());
+    const Frag unescaped = nfa_.seqs(utf8_sequences(plain));
+    const Frag simple = nfa_.concat(nfa_.literal("\\"), nfa_.seqs({{{'"', '"'}},
+                                                                   {{'\\', '\\'}},
+                                                                   {{'/', '/'}},
+                                                                   {{'b', 'b'}},
+                                                                   {{'f', 'f'}},
+                                                                   {{'n', 'n'}},
+                                                                   {{'r', 'r'}},
+                                                                   {{'t', 't'}}}));
+    const ByteSeq hex{{'0', '9'}, {'A', 'F'}, {'a', 'f'}};
+    std::vector<ByteSeq> hex2;  // first two hex digits, surrogates (D8..DF) excluded
+    hex2.push_back({{'0', '9'}, {'0', '9'}});
+    hex2.push_back({{'0', '9'}, {'A', 'F'}});
+    hex2.push_back({{'0', '9'}, {'a', 'f'}});
+    for (ByteRange first :
+         {ByteRange{'A', 'C'}, ByteRange{'E', 'F'}, ByteRange{'a', 'c'}, ByteRange{'e', 'f'}})
+      for (const ByteRange& second : hex) hex2.push_back({first, second});
+    for (ByteRange d : {ByteRange{'D', 'D'}, ByteRange{'d', 'd'}}) hex2.push_back({d, {'0', '7'}});
+    const std::vector<ByteSeq> digit{{hex[0]}, {hex[1]}, {hex[2]}};
+    Frag u = nfa_.concat(nfa_.literal("\\u"), nfa_.seqs(hex2));
+    u = nfa_.concat(u, nfa_.concat(nfa_.seqs(digit), nfa_.seqs(digit)));
+    return nfa_.alt({unescaped, simple, u});
+  }
+
+  Frag string(const ojson& s, const std::string& where) {
+    const auto min = count(s, "minLength", where), max = count(s, "maxLength", where);
+    if (min && max && *max < *min) fail(where, "maxLength < minLength");
+    Frag f = nfa_.literal("\"");
+    if (const auto p = s.find("pattern"); p != s.end()) {
+      if (!p->is_string()) fail(where, "'pattern' must be a string");
+      if (min || max)
+        fail(where, "'pattern' together with 'minLength'/'maxLength' is not supported");
+      try {
+        f = nfa_.concat(f, compile_regex(nfa_, p->get<std::string>(), {.json_string = true}));
+      } catch (const ConstraintError& e) {
+        fail(where + "/pattern", e.what());
+      }
+    } else {
+      for (int64_t i = 0; i < min.value_or(0); ++i) f = nfa_.concat(f, string_char());
+      if (!max) {
+        f = nfa_.concat(f, nfa_.star(string_char()));
+      } else if (*max > min.value_or(0)) {
+        Frag tail = nfa_.optional(string_char());
+        for (int64_t i = min.value_or(0) + 1; i < *max; ++i)
+          tail = nfa_.optional(nfa_.concat(string_char(), tail));
+        f = nfa_.concat(f, tail);
+      }
+    }
+    return nfa_.concat(f, nfa_.literal("\""));
+  }
+
+  Frag array(const ojson& s, const std::string& where, int depth) {
+    const auto min = count(s, "minItems", where), max = count(s, "maxItems", where);
+    if (min && max && *max < *min) fail(where, "maxItems < minItems");
+    const auto items = s.find("items");
+    if (items != s.end() && items->is_array())
+      fail(where, "'items' as a list (tuple validation) is not supported");
+    auto item = [&] {
+      return items == s.end() ? any_value(kAnyValueDepth)
+                              : value(*items, where + "/items", depth + 1);
+    };
+    const int64_t lo = min.value_or(0);
+    Frag f = nfa_.literal("[");
+    if (max && *max == 0) return nfa_.concat(f, nfa_.literal("]"));
+    // item (, item){lo-1, max-1}, optional as a whole when lo == 0.
+    Frag list = item();
+    for (int64_t i = 1; i < lo; ++i)
+      list = nfa_.concat(list, nfa_.concat(nfa_.literal(","), item()));
+    if (!max) {
+      list = nfa_.concat(list, nfa_.star(nfa_.concat(nfa_.literal(","), item())));
+    } else if (*max > std::max<int64_t>(lo, 1)) {
+      Frag tail = nfa_.optional(nfa_.concat(nfa_.literal(","), item()));
+      for (int64_t i = std::max<int64_t>(lo, 1) + 1; i < *max; ++i)
+        tail = nfa_.optional(nfa_.concat(nfa_.concat(nfa_.literal(","), item()), tail));
+      list = nfa_.concat(list, tail);
+    }
+    if (lo == 0) list = nfa_.optional(list);
+    return nfa_.concat(nfa_.concat(f, list), nfa_.literal("]"));
+  }
+
+  // Properties in the schema's order, each optional unless required. One copy of each
+  // property's key and value; "after property i" states are wired by hand to a comma before
+  // every later property j that no required property between i and j forbids skipping to.
+  Frag object(const ojson& s, const std::string& where, int depth) {
+    const auto props = s.find("properties");
+    if (props == s.end()) {
+      if (s.contains("additionalProperties")) return nfa_.literal("{}");  // false: nothing
+      if (s.contains("required")) fail(where, "'required' without 'properties'");
+      return any_object(kAnyValueDepth);
+    }
+    if (!props->is_object()) fail(where, "'properties' must be an object");
+    std::vector<std::string> names;
+    std::vector<const ojson*> schemas;
+    for (const auto& [k, v] : props->items()) names.push_back(k), schemas.push_back(&v);
+    const size_t n = names.size();
+    std::vector<bool> required(n, false);
+    if (const auto r = s.find("required"); r != s.end()) {
+      if (!r->is_array()) fail(where, "'required' must be an array of property names");
+      for (const auto& name : *r) {
+        const auto at = name.is_string()
+                            ? std::find(names.begin(), names.end(), name.get<std::string>())
+                            : names.end();
+        if (at == names.end())
+          fail(where, "required property " + name.dump() + " is not in 'properties'");
+        required[size_t(at - names.begin())] = true;
+      }
+    }
+    const Frag open = nfa_.literal("{");
+    const int32_t close = nfa_.add_state();
+    std::vector<Frag> prop(n);
+    for (size_t j = 0; j < n; ++j)
+      prop[j] = nfa_.concat(nfa_.literal(ojson(names[j]).dump() + ":"),
+                            value(*schemas[j], where + "/properties/" + names[j], depth + 1));
+    // i == n stands for "no property yet" (right after the brace).
+    for (size_t i = 0; i <= n; ++i) {
+      const bool first = i == n;
+      int32_t from = first ? open.out : prop[i].out;
+      int32_t comma = -1;
+      if (!first) {
+        comma = nfa_.add_state();
+        nfa_.add_edge(from, ',', ',', comma);
+      }
+      bool blocked = false;  // a required property has been passed over
+      for (size_t j = first ? 0 : i + 1; j < n && !blocked; ++j) {
+        nfa_.add_eps(first ? from : comma, prop[j].in);
+        blocked = required[j];
+      }
+      if (!blocked) nfa_.add_eps(from, close);
+    }
+    const int32_t out = nfa_.add_state();
+    nfa_.add_edge(close, '}', '}', out);
+    return {open.in, out};
+  }
+
+  // X (sep X)* with one copy of X.
+  Frag separated(Frag x, char sep) {
+    const int32_t out = nfa_.add_state(), after_sep = nfa_.add_state();
+    nfa_.add_eps(x.out, out);
+    nfa_.add_edge(x.out, uint8_t(sep), uint8_t(sep), after_sep);
+    nfa_.add_eps(after_sep, x.in);
+    return {x.in, out};
+  }
+
+ public:
+  Frag any_object(int depth) {
+    Frag member = nfa_.concat(nfa_.concat(plain_string(), nfa_.literal(":")), any_value(depth - 1));
+    Frag body = nfa_.optional(separated(member, ','));
+    return nfa_.concat(nfa_.concat(nfa_.literal("{"), body), nfa_.literal("}"));
+  }
+
+ private:
+  Frag any_array(int depth) {
+    Frag body = nfa_.optional(separated(any_value(depth - 1), ','));
+    return nfa_.concat(nfa_.concat(nfa_.literal("["), body), nfa_.literal("]"));
+  }
+
+  Frag plain_string() {
+    return nfa_.concat(nfa_.concat(nfa_.literal("\""), nfa_.star(string_char())),
+                       nfa_.literal("\""));
+  }
+
+  // Any JSON value whose containers nest at most `depth` deep.
+  Frag any_value(int depth) {
+    std::vector<Frag> alts{plain_string(), number(), nfa_.literal("true"), nfa_.literal("false"),
+                           nfa_.literal("null")};
+    if (depth > 0) {
+      alts.push_back(any_object(depth));
+      alts.push_back(any_array(depth));
+    }
+    return nfa_.alt(alts);
+  }
+
+  Nfa& nfa_;
+  const ojson& root_;
+  std::vector<std::string> refs_;  // $refs being expanded (recursion check)
+};
+
+}  // namespace
+
+Automaton json_schema_automaton(const nlohmann::ordered_json& schema) {
+  Nfa nfa;
+  SchemaCompiler c(nfa, schema);
+  const Frag f = c.value(schema, "", 0);
+  return Automaton::determinize(nfa, f);
+}
+
+Automaton json_object_automaton(int max_depth) {
+  if (max_depth < 1 || max_depth > 16)
+    throw ConstraintError("json_object nesting depth must be in [1, 16]");
+  Nfa nfa;
+  const ojson none;
+  SchemaCompiler c(nfa, none);
+  const Frag f = c.any_object(max_depth);
+  return Automaton::determinize(nfa, f);
+}
+
+}  // namespace shrike::constrain

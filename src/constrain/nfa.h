@@ -1,0 +1,66 @@
+// A Thompson NFA over bytes, built fragment by fragment by the regex, choice and JSON schema
+// compilers. Fragments have one entry and one exit state, so they compose like regex operators;
+// a fragment's states may also be wired by hand (the JSON object builder shares one copy of each
+// property between all the orders it may follow). Every state added is counted against a cap,
+// so no input can make the graph (or its determinisation) grow without bound.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace shrike::constrain {
+
+struct ByteRange {
+  uint8_t lo, hi;  // inclusive
+};
+
+// A sequence of byte ranges: one UTF-8 encoded character class piece, or a literal.
+using ByteSeq = std::vector<ByteRange>;
+
+struct Frag {
+  int32_t in = 0, out = 0;
+};
+
+class Nfa {
+ public:
+  // Throws ConstraintError once more than max_states states are added.
+  explicit Nfa(int32_t max_states = 1 << 20) : max_states_(max_states) {}
+
+  struct Edge {
+    uint8_t lo, hi;
+    int32_t to;
+  };
+  struct State {
+    std::vector<Edge> edges;
+    std::vector<int32_t> eps;
+  };
+
+  int32_t add_state();
+  void add_edge(int32_t from, uint8_t lo, uint8_t hi, int32_t to) {
+    states_[size_t(from)].edges.push_back({lo, hi, to});
+  }
+  void add_eps(int32_t from, int32_t to) { states_[size_t(from)].eps.push_back(to); }
+
+  // Fragment builders (Thompson's construction).
+  Frag empty();
+  Frag literal(std::string_view bytes);
+  Frag seq(const ByteSeq& ranges);
+  // Alternatives of byte sequences (a UTF-8 class): one state per distinct prefix is not
+  // attempted; the DFA merges them.
+  Frag seqs(const std::vector<ByteSeq>& alternatives);
+  Frag concat(Frag a, Frag b);
+  Frag alt(const std::vector<Frag>& alternatives);
+  Frag optional(Frag a);
+  Frag star(Frag a);
+  Frag plus(Frag a);
+
+  int32_t size() const { return int32_t(states_.size()); }
+  const std::vector<State>& states() const { return states_; }
+
+ private:
+  std::vector<State> states_;
+  int32_t max_states_;
+};
+
+}  // namespace shrike::constrain

@@ -1,0 +1,135 @@
+#include "constrain/constraint.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "constrain/regex.h"
+#include "constrain/spec.h"
+#include "decode/sampler.h"
+
+namespace shrike::constrain {
+namespace {
+
+// id:            0       1    2    3     4     5    6      7    8
+const std::vector<std::string> kBytes{"", "a", "b", "ab", " a", "c", "abc", " ", "<0x61>"};
+
+std::shared_ptr<const TokenVocab> tiny_vocab(bool strip) {
+  auto bytes = kBytes;
+  bytes[8] = "a";  // a byte token spelling what token 1 spells: kept usable when asked to be
+  std::vector<uint8_t> usable{0, 1, 1, 1, 1, 1, 1, 1, 1};
+  return std::make_shared<const TokenVocab>(bytes, usable, /*eos=*/0, strip);
+}
+
+std::set<int32_t> ids(const decode::TokenBitset& m) {
+  std::set<int32_t> s;
+  for (int32_t i = 0; i < m.size(); ++i)
+    if (m.test(i)) s.insert(i);
+  return s;
+}
+
+TEST(TokenMask, AllowsExactlyTheTokensThatStayAlive) {
+  auto c = std::make_shared<const Constraint>(regex_automaton("ab?c"), tiny_vocab(false));
+  ConstraintState st(c);
+  EXPECT_EQ(ids(st.allowed_mask()), (std::set<int32_t>{1, 3, 6, 8}));  // a, ab, abc, "a"
+  ASSERT_TRUE(st.advance(3));                                          // "ab"
+  EXPECT_EQ(ids(st.allowed_mask()), (std::set<int32_t>{5}));           // c only: no EOS yet
+  EXPECT_FALSE(st.accepting());
+  EXPECT_FALSE(st.advance(0));  // EOS is refused before a match
+  EXPECT_FALSE(st.advance(2));  // "b" again: not allowed
+  ASSERT_TRUE(st.advance(5));
+  EXPECT_TRUE(st.accepting());
+  EXPECT_TRUE(st.is_complete());
+  EXPECT_EQ(ids(st.allowed_mask()), (std::set<int32_t>{0}));  // EOS only
+  EXPECT_TRUE(st.advance(0));
+  EXPECT_FALSE(st.advance(0));  // nothing after EOS
+}
+
+TEST(TokenMask, FirstTokenLosesItsLeadingSpaceWhenTheDetokeniserDropsIt) {
+  auto c = std::make_shared<const Constraint>(regex_automaton("a+"), tiny_vocab(true));
+  ConstraintState st(c);
+  // " a" reads as "a" at the start; " " alone would add nothing and is not offered.
+  EXPECT_EQ(ids(st.allowed_mask()), (std::set<int32_t>{1, 4, 8}));
+  ASSERT_TRUE(st.advance(4));
+  EXPECT_EQ(ids(st.allowed_mask()), (std::set<int32_t>{0, 1, 8}));  // later " a" is " a"
+  EXPECT_FALSE(st.advance(4));
+}
+
+TEST(TokenMask, ControlAndEmptyTokensNeverAllowed) {
+  auto c = std::make_shared<const Constraint>(regex_automaton(".*"), tiny_vocab(false));
+  ConstraintState st(c);
+  const auto allowed = ids(st.allowed_mask());
+  EXPECT_EQ(allowed, (std::set<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8}));  // EOS: ".*" accepts ""
+  auto no_eos = std::make_shared<const TokenVocab>(kBytes, std::vector<uint8_t>(9, 1), -1, false);
+  auto c2 = std::make_shared<const Constraint>(regex_automaton(".*"), no_eos);
+  ConstraintState st2(c2);
+  EXPECT_FALSE(st2.allowed_mask().test(0));  // no bytes: never
+}
+
+TEST(TokenMask, CachedPerStateAndShared) {
+  auto c = std::make_shared<const Constraint>(regex_automaton("(ab)*"), tiny_vocab(false));
+  ConstraintState a(c), b(c);
+  const auto* m1 = &a.allowed_mask();
+  const auto* m2 = &b.allowed_mask();
+  EXPECT_EQ(m1, m2);  // the same cached bitset
+  a.advance(3);
+  a.allowed_mask();
+  const int64_t computed = c->masks_computed();
+  b.advance(3);
+  EXPECT_EQ(&b.allowed_mask(), &a.allowed_mask());
+  EXPECT_EQ(c->masks_computed(), computed);  // b's state was a's: no new walk
+}
+
+TEST(JumpForward, ForcedTokensWhileOnlyOneIsAllowed) {
+  // Vocabulary without "ab": after "a" only "b" or "bc"... make a forced chain.
+  std::vector<std::string> bytes{"", "x", "y", "z", "xy"};
+  auto v = std::make_shared<const TokenVocab>(bytes, std::vector<uint8_t>{0, 1, 1, 1, 1}, 0, false);
+  auto c = std::make_shared<const Constraint>(choices_automaton({"zzyx", "zzyy"}), v);
+  ConstraintState st(c);
+  EXPECT_EQ(st.forced_tokens(), (std::vector<int32_t>{3, 3, 2}));  // z z y: then x or y
+  EXPECT_EQ(st.forced_text(), "zzy");
+  for (int32_t t : st.forced_tokens()) ASSERT_TRUE(st.advance(t));
+  EXPECT_TRUE(st.forced_tokens().empty());
+  ASSERT_TRUE(st.advance(1));
+  EXPECT_TRUE(st.forced_tokens().empty());  // only EOS left: not a forced token
+  EXPECT_TRUE(st.is_complete());
+}
+
+TEST(SamplerMask, MaskedTokensAreNeverChosen) {
+  std::vector<float> logits{5, 4, 3, 2, 1, 0};
+  decode::TokenBitset allowed(6);
+  allowed.set(2), allowed.set(4);
+  decode::Sampler greedy({});
+  auto l = logits;
+  EXPECT_EQ(greedy.sample(l.data(), 6, &allowed), 2);
+  EXPECT_TRUE(std::isinf(l[0]) && l[0] < 0);  // masked in place
+  decode::SamplerParams p;
+  p.temperature = 1.0f;
+  p.seed = 3;
+  p.logprobs = true;
+  decode::Sampler s(p);
+  int n4 = 0;
+  for (int i = 0; i < 2000; ++i) {
+    l = logits;
+    const auto r = s.sample(l.data(), 6, {}, {}, &allowed);
+    ASSERT_TRUE(r.token == 2 || r.token == 4);
+    n4 += r.token == 4;
+    EXPECT_LE(r.logprob, 0.0f);
+  }
+  // p(4) = e^1 / (e^3 + e^1) = 0.119
+  EXPECT_NEAR(n4 / 2000.0, 0.119, 0.025);
+}
+
+TEST(SamplerMask, ApplyMaskHandlesPartialWords) {
+  std::vector<float> l(130, 1.0f);
+  decode::TokenBitset allowed(130);
+  allowed.set(0), allowed.set(64), allowed.set(129);
+  decode::apply_token_mask(l.data(), 130, allowed);
+  for (int i = 0; i < 130; ++i) EXPECT_EQ(std::isinf(l[size_t(i)]), i != 0 && i != 64 && i != 129);
+}
+
+}  // namespace
+}  // namespace shrike::constrain
