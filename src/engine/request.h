@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -15,6 +16,10 @@
 #include "decode/sampler.h"
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
+
+namespace shrike::constrain {
+class Constraint;
+}
 
 namespace shrike::engine {
 
@@ -27,6 +32,7 @@ struct GenerationRequest {
   // When it passes, the request ends with FinishReason::Deadline (waiting or running): the
   // stream gets what was generated so far and the blocks are freed within one step.
   std::optional<Clock::time_point> deadline;
+  std::shared_ptr<const constrain::Constraint> constraint;  // output must match it (src/constrain)
 };
 
 struct TokenLogprob {

@@ -1,5 +1,8 @@
 #include "server/generation_request.h"
 
+#include "constrain/constraint.h"
+#include "constrain/error.h"
+
 namespace shrike::server {
 
 std::variant<engine::GenerationRequest, ApiError> to_generation_request(ParsedRequest& p,
@@ -32,7 +35,20 @@ std::variant<engine::GenerationRequest, ApiError> to_generation_request(ParsedRe
       resolve_max_tokens(int64_t(prompt.size()), p.max_tokens, ctx.context_length);
   if (const auto* e = std::get_if<ApiError>(&max_tokens)) return *e;
 
+  std::shared_ptr<const constrain::Constraint> constraint;
+  if (p.constraint) {
+    try {
+      constrain::Automaton a = constrain::compile(*p.constraint);
+      auto vocab = ctx.token_vocab ? ctx.token_vocab() : constrain::TokenVocab::from_tokenizer(tok);
+      constraint = std::make_shared<const constrain::Constraint>(std::move(a), std::move(vocab));
+    } catch (const constrain::ConstraintError& e) {
+      return bad_request("Invalid '" + p.constraint_param + "': " + e.what(), p.constraint_param,
+                         "invalid_constraint");
+    }
+  }
+
   engine::GenerationRequest g;
+  g.constraint = std::move(constraint);
   g.prompt = std::move(prompt);
   g.sampling = p.sampling;
   if (!p.seed_given) g.sampling.seed = ctx.fresh_seed;

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <string>
 #include <variant>
 
+#include "constrain/token_vocab.h"
 #include "engine/engine.h"
 #include "server/chat_format.h"
 #include "server/openai_protocol.h"
@@ -24,10 +27,14 @@ struct RequestContext {
   double default_timeout_s = 0;                 // when the request sets none; <= 0: no deadline
   uint64_t fresh_seed = 0;                      // the sampling seed when the request gives none
   std::chrono::steady_clock::time_point now{};  // deadlines count from here
+  // The vocabulary as constraints see it, asked for only by constrained requests (the server
+  // builds it once, on first use). Empty: built from `tok` for the request.
+  std::function<std::shared_ptr<const constrain::TokenVocab>()> token_vocab = {};
 };
 
 // The engine request, or the OpenAI error to answer with: 404 for another model's name, 400 for
-// token ids outside the vocabulary, an empty prompt or one that leaves no room in the context.
+// token ids outside the vocabulary, an empty prompt or one that leaves no room in the context, and
+// a constraint (guided_* / response_format) the compiler refuses, the message naming why.
 // Moves the prompt, stop strings and sampling out of `p`.
 std::variant<engine::GenerationRequest, ApiError> to_generation_request(ParsedRequest& p,
                                                                         const RequestContext& ctx);

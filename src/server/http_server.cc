@@ -240,6 +240,10 @@ struct HttpServer::Impl {
   std::mutex rng_mu;
   std::mt19937_64 rng;
 
+  // The constraint vocabulary (token bytes + trie), built on the first constrained request.
+  std::once_flag token_vocab_once;
+  std::shared_ptr<const constrain::TokenVocab> token_vocab;
+
   uint64_t random64() {
     std::lock_guard<std::mutex> lock(rng_mu);
     return rng();
@@ -453,8 +457,20 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
   auto request = to_generation_request(
       p,
       RequestContext{tok, chat_format.load(), eng->model().config().add_bos, eng->context_length(),
-                     opt.model_name, opt.request_timeout_s, random64(), Clock::now()});
+                     opt.model_name, opt.request_timeout_s, random64(), Clock::now(), [&] {
+                       std::call_once(token_vocab_once, [&] {
+                         token_vocab = constrain::TokenVocab::from_tokenizer(tok);
+                       });
+                       return token_vocab;
+                     }});
   if (const auto* e = std::get_if<ApiError>(&request)) return send_error(res, *e);
+  // The constraint is parsed and compiled (errors above), but the engine loop does not apply
+  // masks yet (issue 15's integration): refuse rather than return unconstrained text.
+  if (std::get<engine::GenerationRequest>(request).constraint)
+    return send_error(res, bad_request("Invalid '" + p.constraint_param +
+                                           "': constrained decoding is not yet wired into the "
+                                           "engine of this server.",
+                                       p.constraint_param, "unsupported_parameter"));
 
   engine::SubmitResult sub = eng->submit(std::move(std::get<engine::GenerationRequest>(request)));
   if (sub.status != engine::SubmitStatus::Accepted) return send_refusal(res, sub);

@@ -379,13 +379,6 @@ void reject_unsupported(FieldReader& r) {
     unsupported(r, "best_of", "is not supported (only 1)");
   if (const auto suffix = r.string("suffix"); suffix && !suffix->empty())
     unsupported(r, "suffix", "is not supported");
-  if (const json* rf = r.get("response_format")) {
-    if (!rf->is_object()) {
-      r.type_error("response_format", "an object", *rf);
-    } else if (rf->value("type", json()) != "text") {
-      unsupported(r, "response_format", "is not supported (only {\"type\": \"text\"})");
-    }
-  }
   if (const json* tools = r.get("tools")) {
     if (!tools->is_array()) {
       r.type_error("tools", "an array", *tools);
@@ -400,6 +393,111 @@ void reject_unsupported(FieldReader& r) {
       unsupported(r, "logit_bias", "is not supported");
     }
   }
+}
+
+// The guided-decoding options. Schemas are taken from a second parse of the body that keeps
+// the order of keys (nlohmann::json sorts them), because properties are generated in the order
+// the schema lists them.
+void read_constraint(FieldReader& r, std::string_view body, ParsedRequest& out) {
+  using ConstraintSpec = constrain::ConstraintSpec;
+  std::vector<std::string> given;
+  auto set = [&](const char* param, ConstraintSpec spec) {
+    given.push_back(param);
+    if (given.size() > 1) {
+      r.fail(
+          bad_request("Only one of 'response_format' (json_object / json_schema), "
+                      "'guided_json', 'guided_regex' and 'guided_choice' may be given; got '" +
+                          given[0] + "' and '" + given[1] + "'.",
+                      param, "invalid_value"));
+      return;
+    }
+    out.constraint = std::move(spec);
+    out.constraint_param = param;
+  };
+  auto ordered = [&]() { return nlohmann::ordered_json::parse(body); };
+
+  if (const json* rf = r.get("response_format")) {
+    const json type = rf->is_object() ? rf->value("type", json()) : json();
+    if (!rf->is_object()) {
+      r.type_error("response_format", "an object", *rf);
+    } else if (type == "json_object") {
+      set("response_format", {ConstraintSpec::Kind::JsonObject, {}, {}, {}});
+    } else if (type == "json_schema") {
+      const auto js = rf->find("json_schema");
+      if (js == rf->end() || !js->is_object() || !js->contains("schema") ||
+          !(*js)["schema"].is_object()) {
+        r.fail(
+            bad_request("'response_format.json_schema.schema' must be an object (the JSON "
+                        "schema) when 'response_format.type' is \"json_schema\".",
+                        "response_format", "invalid_value"));
+      } else if (js->contains("name") && !(*js)["name"].is_string()) {
+        r.type_error("response_format.json_schema.name", "a string", (*js)["name"]);
+      } else if (js->contains("strict") && !(*js)["strict"].is_boolean()) {
+        r.type_error("response_format.json_schema.strict", "a boolean", (*js)["strict"]);
+      } else {
+        // Output always matches the schema, so "strict" changes nothing.
+        ConstraintSpec spec{ConstraintSpec::Kind::JsonSchema, {}, {}, {}};
+        spec.schema = ordered()["response_format"]["json_schema"]["schema"];
+        set("response_format", std::move(spec));
+      }
+    } else if (type != "text") {
+      unsupported(r, "response_format",
+                  "type must be \"text\", \"json_object\" or \"json_schema\", got " + type.dump());
+    }
+  }
+  if (const json* choice = r.get("guided_choice")) {
+    ConstraintSpec spec{ConstraintSpec::Kind::Choice, {}, {}, {}};
+    if (!choice->is_array() || choice->empty()) {
+      r.type_error("guided_choice", "a non-empty array of strings", *choice);
+    } else {
+      for (const json& c : *choice) {
+        if (!c.is_string()) return r.type_error("guided_choice", "an array of strings", *choice);
+        spec.choices.push_back(c.get<std::string>());
+      }
+      set("guided_choice", std::move(spec));
+    }
+  }
+  if (const json* re = r.get("guided_regex")) {
+    if (!re->is_string()) {
+      r.type_error("guided_regex", "a string", *re);
+    } else {
+      set("guided_regex", {ConstraintSpec::Kind::Regex, {}, re->get<std::string>(), {}});
+    }
+  }
+  if (const json* gj = r.get("guided_json")) {
+    ConstraintSpec spec{ConstraintSpec::Kind::JsonSchema, {}, {}, {}};
+    if (gj->is_object()) {
+      spec.schema = ordered()["guided_json"];
+      set("guided_json", std::move(spec));
+    } else if (gj->is_string()) {
+      const std::string text = gj->get<std::string>();
+      if (json_too_deep(text, kMaxJsonDepth)) {
+        r.fail(bad_request("Invalid 'guided_json': the schema nests deeper than " +
+                               std::to_string(kMaxJsonDepth) + " levels.",
+                           "guided_json", "invalid_value"));
+        return;
+      }
+      try {
+        spec.schema = nlohmann::ordered_json::parse(text);
+      } catch (const nlohmann::json::exception& e) {
+        r.fail(
+            bad_request(std::string("Invalid 'guided_json': the string is not JSON: ") + e.what(),
+                        "guided_json", "invalid_value"));
+        return;
+      }
+      set("guided_json", std::move(spec));
+    } else {
+      r.type_error("guided_json", "an object or a string holding a JSON schema", *gj);
+    }
+  }
+  if (const json* g = r.get("guided_grammar"); g && !g->is_null())
+    unsupported(r, "guided_grammar",
+                "(context-free grammars) is not supported; use guided_json, "
+                "guided_regex or guided_choice");
+  if (const json* w = r.get("guided_whitespace_pattern"); w && !w->is_null())
+    unsupported(r, "guided_whitespace_pattern",
+                "is not supported (JSON output is always compact, without whitespace)");
+  r.string("guided_decoding_backend");  // vLLM's choice of backend: there is one here
 }
 
 }  // namespace
@@ -509,6 +607,7 @@ std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpo
   r.string("user");  // accepted and ignored, but it must be a string
   if (auto t = r.number("timeout", 0, 1e9, /*lo_open=*/true)) out.timeout_s = *t;
   reject_unsupported(r);
+  if (!r.error()) read_constraint(r, body, out);
 
   if (r.error()) return *r.error();
   return out;

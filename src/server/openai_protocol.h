@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "constrain/spec.h"
 #include "decode/sampler.h"
 #include "engine/metrics.h"
 
@@ -68,6 +69,11 @@ struct ParsedRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool ignore_eos = false;
   std::optional<double> timeout_s;  // extension: seconds until the request's deadline
+  // What the output must match: OpenAI's response_format json_object / json_schema, or vLLM's
+  // guided_choice / guided_regex / guided_json (at most one of them). Parsed, not compiled:
+  // to_generation_request compiles it (and answers 400 for what the compiler refuses).
+  std::optional<constrain::ConstraintSpec> constraint;
+  std::string constraint_param;  // the parameter it came from, for error messages
 };
 
 // Parses and validates a request body for `endpoint`. Never throws: malformed JSON, nesting
