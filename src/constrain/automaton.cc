@@ -62,7 +62,16 @@ Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) 
   sets.push_back(std::move(start));
 
   std::vector<std::vector<int32_t>> buckets(a.n_classes_);
+  // The states cap bounds the table; this bounds the time: the NFA states of all subsets, so a
+  // pattern whose subsets are huge (many overlapping repetitions) fails fast instead of running
+  // for minutes below the state cap.
+  constexpr size_t kMaxWork = size_t(1) << 25;
+  size_t work = 0;
   for (size_t d = 0; d < sets.size(); ++d) {
+    work += sets[d].size();
+    if (work > kMaxWork)
+      throw ConstraintError("constraint too complex: determinising its automaton takes more than " +
+                            std::to_string(kMaxWork) + " steps (simplify the pattern or schema)");
     for (auto& b : buckets) b.clear();
     for (int32_t s : sets[d])
       for (const auto& e : nfa.states()[size_t(s)].edges)

@@ -260,6 +260,9 @@ class SchemaCompiler {
       return any_object(kAnyValueDepth);
     }
     if (!props->is_object()) fail(where, "'properties' must be an object");
+    // Optional properties are wired to every later one: quadratic in their number.
+    if (props->size() > kMaxProperties)
+      fail(where, "more than " + std::to_string(kMaxProperties) + " properties");
     std::vector<std::string> names;
     std::vector<const ojson*> schemas;
     for (const auto& [k, v] : props->items()) names.push_back(k), schemas.push_back(&v);

@@ -30,6 +30,7 @@ namespace shrike::constrain {
 inline constexpr int kJsonObjectDepth = 6;
 inline constexpr int kAnyValueDepth = 3;
 inline constexpr int kMaxSchemaDepth = 32;
+inline constexpr size_t kMaxProperties = 1000;  // per object
 // Numbers are generated so that every parser can hold them: integer parts of at most 19 digits,
 // exponents of at most 2 (the JSON grammar has no limit, but 1e999 overflows a double).
 inline constexpr int kMaxIntegerDigits = 19;
