@@ -106,6 +106,16 @@ TEST(JsonSchema, UnsupportedFeaturesAreNamed) {
   std::string deep = R"({"type":"string"})";
   for (int i = 0; i < 40; ++i) deep = R"({"type":"array","items":)" + deep + "}";
   EXPECT_THROW(json_schema_automaton(ojson::parse(deep)), ConstraintError);
+  // Definitions that double at each level: the NFA cap (or the depth limit) ends it.
+  ojson defs = {{"A0", {{"type", "string"}, {"maxLength", 8}}}};
+  for (int i = 1; i <= 24; ++i) {
+    const ojson ref = {{"$ref", "#/$defs/A" + std::to_string(i - 1)}};
+    defs["A" + std::to_string(i)] = {{"type", "array"}, {"items", ref}, {"minItems", 2}, {"maxItems", 2}};
+  }
+  EXPECT_THROW(json_schema_automaton({{"$defs", defs}, {"$ref", "#/$defs/A24"}}), ConstraintError);
+  ojson props = ojson::object();
+  for (size_t i = 0; i <= kMaxProperties; ++i) props["p" + std::to_string(i)] = {{"type", "null"}};
+  EXPECT_THROW(json_schema_automaton({{"type", "object"}, {"properties", props}}), ConstraintError);
 }
 
 TEST(JsonSchema, PropertyOrderIsTheSchemas) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 #include <regex>
 #include <string>
@@ -159,6 +160,10 @@ TEST(Regex, BoundedSizeAndNesting) {
     EXPECT_NE(std::string(e.what()).find("DFA states"), std::string::npos) << e.what();
   }
   EXPECT_THROW(regex_automaton("[^\\x{0}-\\x{10FFFF}]"), ConstraintError);  // matches nothing
+  // Large subsets below the state cap: the work bound ends it quickly.
+  const auto t = std::chrono::steady_clock::now();
+  EXPECT_THROW(regex_automaton("[ab]{0,500}a[ab]{0,12}"), ConstraintError);
+  EXPECT_LT(std::chrono::steady_clock::now() - t, std::chrono::seconds(10));
 }
 
 // Determinism: the same pattern always compiles to the same automaton, every state has exactly
