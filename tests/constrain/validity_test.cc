@@ -13,6 +13,7 @@
 #include <chrono>
 #include <codecvt>
 #include <cstdlib>
+#include <functional>
 #include <locale>
 #include <random>
 #include <regex>
@@ -384,6 +385,51 @@ TEST_F(Validity, JsonObject) {
   }
   std::printf("  json_object: %d/200 complete within 48 tokens, the rest valid prefixes\n",
               complete);
+}
+
+// Byte-level BPE vocabularies (GPT-2's byte-to-unicode pieces, no dummy-prefix stripping): the
+// same check on a few constraints with fewer samples.
+TEST(ValidityOtherVocabularies, ByteLevelBpe) {
+  for (const char* file : {"reference/tokenizers/ggml-vocab-gpt-2.gguf",
+                           "reference/tokenizers/ggml-vocab-deepseek-llm.gguf"}) {
+    SHRIKE_REQUIRE_SHARED(file);
+    const tokenizer::Tokenizer tok(
+        tokenizer::vocab_from_gguf(gguf::GgufFile::open(testing::shared_dir() + "/" + file)));
+    const auto vocab = TokenVocab::from_tokenizer(tok);
+    const ojson schema = ojson::parse(schemas()[0]);
+    const std::string re = regexes()[9];  // non-ASCII classes
+    const auto labels = choice_lists()[4];
+    const std::set<std::string> label_set(labels.begin(), labels.end());
+    struct Case {
+      const char* name;
+      Automaton a;
+      std::function<bool(const std::string&)> valid;
+    };
+    std::vector<Case> cases;
+    cases.push_back({"intent schema", json_schema_automaton(schema), [&](const std::string& out) {
+                       std::string why;
+                       try {
+                         return check(nlohmann::json::parse(out), schema, schema, why);
+                       } catch (const nlohmann::json::exception&) {
+                         return false;
+                       }
+                     }});
+    cases.push_back({"regex", regex_automaton(re),
+                     [&](const std::string& out) { return regex_full_match(re, out); }});
+    cases.push_back({"choices", choices_automaton(labels),
+                     [&](const std::string& out) { return label_set.count(out) > 0; }});
+    for (const Case& cs : cases) {
+      auto c = std::make_shared<const Constraint>(cs.a, vocab);
+      int ok = 0;
+      for (int i = 0; i < 200; ++i) {
+        const Output o = generate(c, tok, uint64_t(i) + 1, false, 512);
+        const bool valid = o.ended && cs.valid(o.text);
+        ok += valid;
+        EXPECT_TRUE(valid) << file << " " << cs.name << ": " << o.text;
+      }
+      std::printf("  %s, %s: valid %d/200\n", file + 21, cs.name, ok);
+    }
+  }
 }
 
 // Through decode::Sampler: full-vocabulary logits of a random-weight "model", the mask applied
