@@ -38,9 +38,12 @@ std::variant<engine::GenerationRequest, ApiError> to_generation_request(ParsedRe
   std::shared_ptr<const constrain::Constraint> constraint;
   if (p.constraint) {
     try {
-      constrain::Automaton a = constrain::compile(*p.constraint);
-      auto vocab = ctx.token_vocab ? ctx.token_vocab() : constrain::TokenVocab::from_tokenizer(tok);
-      constraint = std::make_shared<const constrain::Constraint>(std::move(a), std::move(vocab));
+      if (ctx.compile_constraint) {
+        constraint = ctx.compile_constraint(*p.constraint);
+      } else {
+        constraint = std::make_shared<const constrain::Constraint>(
+            constrain::compile(*p.constraint), constrain::TokenVocab::from_tokenizer(tok));
+      }
     } catch (const constrain::ConstraintError& e) {
       return bad_request("Invalid '" + p.constraint_param + "': " + e.what(), p.constraint_param,
                          "invalid_constraint");

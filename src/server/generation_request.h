@@ -9,7 +9,8 @@
 #include <string>
 #include <variant>
 
-#include "constrain/token_vocab.h"
+#include "constrain/constraint.h"
+#include "constrain/spec.h"
 #include "engine/engine.h"
 #include "server/chat_format.h"
 #include "server/openai_protocol.h"
@@ -27,9 +28,11 @@ struct RequestContext {
   double default_timeout_s = 0;                 // when the request sets none; <= 0: no deadline
   uint64_t fresh_seed = 0;                      // the sampling seed when the request gives none
   std::chrono::steady_clock::time_point now{};  // deadlines count from here
-  // The vocabulary as constraints see it, asked for only by constrained requests (the server
-  // builds it once, on first use). Empty: built from `tok` for the request.
-  std::function<std::shared_ptr<const constrain::TokenVocab>()> token_vocab = {};
+  // Compiles a request's constraint for this model (the server's: a ConstraintCache over the
+  // vocabulary it builds on first use). Empty: compiled here, with a vocabulary built from `tok`
+  // for the request. Throws constrain::ConstraintError.
+  std::function<std::shared_ptr<const constrain::Constraint>(const constrain::ConstraintSpec&)>
+      compile_constraint = {};
 };
 
 // The engine request, or the OpenAI error to answer with: 404 for another model's name, 400 for

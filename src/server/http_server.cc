@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "constrain/cache.h"
 #include "engine/engine.h"
 #include "server/generation_request.h"
 #include "server/openai_protocol.h"
@@ -240,9 +241,10 @@ struct HttpServer::Impl {
   std::mutex rng_mu;
   std::mt19937_64 rng;
 
-  // The constraint vocabulary (token bytes + trie), built on the first constrained request.
-  std::once_flag token_vocab_once;
-  std::shared_ptr<const constrain::TokenVocab> token_vocab;
+  // Compiled constraints over the model's vocabulary (token bytes + trie), built on the first
+  // constrained request.
+  std::once_flag constraints_once;
+  std::unique_ptr<constrain::ConstraintCache> constraints;
 
   uint64_t random64() {
     std::lock_guard<std::mutex> lock(rng_mu);
@@ -455,14 +457,15 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
   ParsedRequest& p = std::get<ParsedRequest>(parsed);
   const tokenizer::Tokenizer& tok = eng->tokenizer();
   auto request = to_generation_request(
-      p,
-      RequestContext{tok, chat_format.load(), eng->model().config().add_bos, eng->context_length(),
-                     opt.model_name, opt.request_timeout_s, random64(), Clock::now(), [&] {
-                       std::call_once(token_vocab_once, [&] {
-                         token_vocab = constrain::TokenVocab::from_tokenizer(tok);
-                       });
-                       return token_vocab;
-                     }});
+      p, RequestContext{tok, chat_format.load(), eng->model().config().add_bos,
+                        eng->context_length(), opt.model_name, opt.request_timeout_s, random64(),
+                        Clock::now(), [&](const constrain::ConstraintSpec& spec) {
+                          std::call_once(constraints_once, [&] {
+                            constraints = std::make_unique<constrain::ConstraintCache>(
+                                constrain::TokenVocab::from_tokenizer(tok));
+                          });
+                          return constraints->get(spec);
+                        }});
   if (const auto* e = std::get_if<ApiError>(&request)) return send_error(res, *e);
   // The constraint is parsed and compiled (errors above), but the engine loop does not apply
   // masks yet (issue 15's integration): refuse rather than return unconstrained text.

@@ -7,6 +7,8 @@
 #include <set>
 #include <vector>
 
+#include "constrain/cache.h"
+#include "constrain/error.h"
 #include "constrain/regex.h"
 #include "constrain/spec.h"
 #include "decode/sampler.h"
@@ -96,6 +98,27 @@ TEST(JumpForward, ForcedTokensWhileOnlyOneIsAllowed) {
   ASSERT_TRUE(st.advance(1));
   EXPECT_TRUE(st.forced_tokens().empty());  // only EOS left: not a forced token
   EXPECT_TRUE(st.is_complete());
+}
+
+TEST(ConstraintCache, CompilesEachSpecOnceAndRemembersErrors) {
+  ConstraintCache cache(tiny_vocab(false), /*capacity=*/2);
+  ConstraintSpec choice{ConstraintSpec::Kind::Choice, {"ab", "c"}, {}, {}};
+  ConstraintSpec other{ConstraintSpec::Kind::Choice, {"a", "bc"}, {}, {}};
+  EXPECT_NE(ConstraintCache::key(choice), ConstraintCache::key(other));
+  const auto a = cache.get(choice);
+  EXPECT_EQ(cache.get(choice), a);  // the same compiled constraint, masks and all
+  EXPECT_EQ(cache.hits(), 1);
+  EXPECT_NE(cache.get(other), a);
+  ConstraintSpec bad{ConstraintSpec::Kind::Regex, {}, "(a)\\1", {}};
+  EXPECT_THROW(cache.get(bad), ConstraintError);
+  try {
+    cache.get(bad);  // from the cache: the same message
+    ADD_FAILURE();
+  } catch (const ConstraintError& e) {
+    EXPECT_NE(std::string(e.what()).find("backreferences"), std::string::npos);
+  }
+  EXPECT_EQ(cache.size(), 2u);      // capacity 2: the least recently used went
+  EXPECT_NE(cache.get(choice), a);  // evicted, compiled again
 }
 
 TEST(SamplerMask, MaskedTokensAreNeverChosen) {

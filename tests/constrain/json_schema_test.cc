@@ -110,7 +110,8 @@ TEST(JsonSchema, UnsupportedFeaturesAreNamed) {
   ojson defs = {{"A0", {{"type", "string"}, {"maxLength", 8}}}};
   for (int i = 1; i <= 24; ++i) {
     const ojson ref = {{"$ref", "#/$defs/A" + std::to_string(i - 1)}};
-    defs["A" + std::to_string(i)] = {{"type", "array"}, {"items", ref}, {"minItems", 2}, {"maxItems", 2}};
+    defs["A" + std::to_string(i)] = {
+        {"type", "array"}, {"items", ref}, {"minItems", 2}, {"maxItems", 2}};
   }
   EXPECT_THROW(json_schema_automaton({{"$defs", defs}, {"$ref", "#/$defs/A24"}}), ConstraintError);
   ojson props = ojson::object();

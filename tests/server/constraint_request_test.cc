@@ -2,6 +2,7 @@
 // to_generation_request into the request's constraint, errors as 400s naming the problem.
 #include <gtest/gtest.h>
 
+#include "constrain/cache.h"
 #include "constrain/constraint.h"
 #include "server/generation_request.h"
 #include "tokenizer/bpe_trainer.h"
@@ -68,6 +69,17 @@ TEST(GuidedRequest, GuidedChoice) {
   EXPECT_TRUE(c->automaton().matches("no"));
   EXPECT_FALSE(c->automaton().matches("maybe"));
   EXPECT_EQ(c->vocab().size(), tok().n_vocab());
+
+  // With the server's compiler: a cache over one vocabulary.
+  constrain::ConstraintCache cache(constrain::TokenVocab::from_tokenizer(tok()));
+  RequestContext ctx = context();
+  ctx.compile_constraint = [&](const constrain::ConstraintSpec& s) { return cache.get(s); };
+  auto r1 = to_generation_request(*std::make_unique<ParsedRequest>(p), ctx);
+  auto r2 = to_generation_request(*std::make_unique<ParsedRequest>(p), ctx);
+  ASSERT_TRUE(std::holds_alternative<engine::GenerationRequest>(r1));
+  ASSERT_TRUE(std::holds_alternative<engine::GenerationRequest>(r2));
+  EXPECT_EQ(std::get<engine::GenerationRequest>(r1).constraint,
+            std::get<engine::GenerationRequest>(r2).constraint);
 }
 
 TEST(GuidedRequest, GuidedRegexOnChat) {
