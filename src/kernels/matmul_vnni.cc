@@ -1,3 +1,10 @@
-// AVX-512 VNNI matmul kernels: the AVX-512 source with vpdpbusd for the int8 dot products.
-#define SHRIKE_MM_VNNI 1
-#include "matmul_avx512.cc"
+// AVX-512 VNNI matmul kernels: matmul_simd.inc over Avx512<true> (vpdpbusd int8 dots).
+#include "kernels/matmul_avx512_traits.h"
+
+namespace shrike::kernels::detail {
+
+IsaMatmul isa_matmul_avx512vnni() {
+  return simd_matmul<Avx512<true>>();
+}
+
+}  // namespace shrike::kernels::detail
