@@ -13,31 +13,30 @@ namespace shrike::kernels::detail {
 // q / out of query j start at q + j * q_stride / out + j * q_stride. scores has room for
 // 4 * (n_keys + 3) floats; on return, query j's softmax weights (n_keys + j of them) are at
 // scores + j * (n_keys + nq + 2) (the caller adds them to the attention weight sums).
-// K and V are f32 (k_blocks, v_blocks), IEEE halves (k_half, v_half) or int8 rows with their
-// scales and optional f16 copies (k_int8 ...; see kernels::KvRows).
+// K and V are f32 (blocks), IEEE halves (half) or int8 rows with their scales and optional f16
+// copies (int8 ...; see kernels::KvRows).
+// The K or V rows of one kv head.
+struct AttnRows {
+  const float* const* blocks;   // f32
+  const uint16_t* const* half;  // IEEE halves
+  int64_t block_size, row_stride;
+  int64_t off;  // element offset of the kv head from its position's row start
+  // Int8 rows: the scale of position p is at scales[p / block_size] + (p % block_size) *
+  // scale_row_stride + scale_off; a position with slot[p] >= 0 (when slot is set) is read from
+  // the halves at copies + slot * copy_stride + copy_off instead.
+  const int8_t* const* int8;
+  const float* const* scales;
+  int64_t scale_row_stride, scale_off;
+  const int32_t* slot;
+  const uint16_t* copies;
+  int64_t copy_stride, copy_off;
+};
+
 struct AttnHead {
   const float* q;  // head_dim
   int64_t nq, q_stride;
   KvFormat format;
-  const float* const* k_blocks;
-  const float* const* v_blocks;
-  const uint16_t* const* k_half;
-  const uint16_t* const* v_half;
-  int64_t k_block_size, k_row_stride, v_block_size, v_row_stride;
-  int64_t k_off, v_off;  // element offsets of the kv head from its position's row start
-  // Int8 rows: the scale of position p is at *_scales[p / block_size] + (p % block_size) *
-  // *_scale_row_stride + *_scale_off; a position with *_slot[p] >= 0 (when *_slot is set) is read
-  // from the halves at *_copies + slot * *_copy_stride + *_copy_off instead.
-  const int8_t* const* k_int8;
-  const int8_t* const* v_int8;
-  const float* const* k_scales;
-  const float* const* v_scales;
-  int64_t k_scale_row_stride, v_scale_row_stride, k_scale_off, v_scale_off;
-  const int32_t* k_slot;
-  const int32_t* v_slot;
-  const uint16_t* k_copies;
-  const uint16_t* v_copies;
-  int64_t k_copy_stride, v_copy_stride, k_copy_off, v_copy_off;
+  AttnRows k, v;
   int64_t n_keys, head_dim;
   float scale;
   float* out;         // head_dim
