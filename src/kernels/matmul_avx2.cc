@@ -76,11 +76,15 @@ struct Avx2 {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(int(left)),
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
-  static void store_rows(float* y, int64_t left, F v) {
+  template <int T>
+  static void store_rows(float* y, int64_t stride, int64_t left, const F* v) {
     if (left >= L) {
-      _mm256_storeu_ps(y, v);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) _mm256_storeu_ps(y + t * stride, v[t]);
     } else if (left > 0) {
-      _mm256_maskstore_ps(y, first(left), v);
+      const __m256i m = first(left);
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) _mm256_maskstore_ps(y + t * stride, m, v[t]);
     }
   }
   static F load_rows(const float* y, int64_t left) {
@@ -89,14 +93,28 @@ struct Avx2 {
     return _mm256_maskload_ps(y, first(left));
   }
   // MXCSR.DAZ (denormals are zero) would flush the e4m3 subnormals of fdecode<kFP8Direct>.
-  static bool subnormals_kept() { return (_mm_getcsr() & 0x40) == 0; }
+  static bool subnormals_kept() {
+    return (_mm_getcsr() & 0x40) == 0;
+  }
 
-  static I izero() { return _mm256_setzero_si256(); }
-  static I iset1(int32_t v) { return _mm256_set1_epi32(v); }
-  static I bcast4(const int8_t* p) { return _mm256_set1_epi32(load_i32(p)); }
-  static I load_q(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
-  static I add(I a, I b) { return _mm256_add_epi32(a, b); }
-  static I lo4(I raw) { return _mm256_and_si256(raw, _mm256_set1_epi8(0x0F)); }
+  static I izero() {
+    return _mm256_setzero_si256();
+  }
+  static I iset1(int32_t v) {
+    return _mm256_set1_epi32(v);
+  }
+  static I bcast4(const int8_t* p) {
+    return _mm256_set1_epi32(load_i32(p));
+  }
+  static I load_q(const void* p) {
+    return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+  }
+  static I add(I a, I b) {
+    return _mm256_add_epi32(a, b);
+  }
+  static I lo4(I raw) {
+    return _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+  }
   static I hi4(I raw) {
     return _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));
   }
@@ -121,8 +139,12 @@ struct Avx2 {
         s, _mm256_madd_epi16(_mm256_maddubs_epi16(w.abs, _mm256_sign_epi8(a, w.sgn)),
                              _mm256_set1_epi16(1)));
   }
-  static F cvt(I s) { return _mm256_cvtepi32_ps(s); }
-  static I cvt_round(F v) { return _mm256_cvtps_epi32(v); }
+  static F cvt(I s) {
+    return _mm256_cvtepi32_ps(s);
+  }
+  static I cvt_round(F v) {
+    return _mm256_cvtps_epi32(v);
+  }
   static int32_t hsum(I v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));

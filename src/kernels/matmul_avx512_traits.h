@@ -65,16 +65,35 @@ struct Avx512 {
   static __mmask16 first(int64_t left) {
     return left >= 16 ? __mmask16(0xFFFF) : left <= 0 ? __mmask16(0) : __mmask16((1u << left) - 1);
   }
-  static void store_rows(float* y, int64_t left, F v) { _mm512_mask_storeu_ps(y, first(left), v); }
+  template <int T>
+  static void store_rows(float* y, int64_t stride, int64_t left, const F* v) {
+    const __mmask16 m = first(left);
+#pragma GCC unroll 16
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + t * stride, m, v[t]);
+  }
   // MXCSR.DAZ (denormals are zero) would flush the e4m3 subnormals of fdecode<kFP8Direct>.
-  static bool subnormals_kept() { return (_mm_getcsr() & 0x40) == 0; }
+  static bool subnormals_kept() {
+    return (_mm_getcsr() & 0x40) == 0;
+  }
 
-  static I izero() { return _mm512_setzero_si512(); }
-  static I iset1(int32_t v) { return _mm512_set1_epi32(v); }
-  static I bcast4(const int8_t* p) { return _mm512_set1_epi32(load_i32(p)); }
-  static I load_q(const void* p) { return _mm512_loadu_si512(p); }
-  static I add(I a, I b) { return _mm512_add_epi32(a, b); }
-  static I lo4(I raw) { return _mm512_and_si512(raw, _mm512_set1_epi8(0x0F)); }
+  static I izero() {
+    return _mm512_setzero_si512();
+  }
+  static I iset1(int32_t v) {
+    return _mm512_set1_epi32(v);
+  }
+  static I bcast4(const int8_t* p) {
+    return _mm512_set1_epi32(load_i32(p));
+  }
+  static I load_q(const void* p) {
+    return _mm512_loadu_si512(p);
+  }
+  static I add(I a, I b) {
+    return _mm512_add_epi32(a, b);
+  }
+  static I lo4(I raw) {
+    return _mm512_and_si512(raw, _mm512_set1_epi8(0x0F));
+  }
   static I hi4(I raw) {
     return _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0F));
   }
@@ -120,9 +139,15 @@ struct Avx512 {
           s, _mm512_madd_epi16(_mm512_maddubs_epi16(w.w, sa), _mm512_set1_epi16(1)));
     }
   }
-  static F cvt(I s) { return _mm512_cvtepi32_ps(s); }
-  static I cvt_round(F v) { return _mm512_cvtps_epi32(v); }
-  static int32_t hsum(I v) { return _mm512_reduce_add_epi32(v); }
+  static F cvt(I s) {
+    return _mm512_cvtepi32_ps(s);
+  }
+  static I cvt_round(F v) {
+    return _mm512_cvtps_epi32(v);
+  }
+  static int32_t hsum(I v) {
+    return _mm512_reduce_add_epi32(v);
+  }
   static void store_q32(int8_t* q, const I* v) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q), _mm512_cvtsepi32_epi8(v[0]));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16), _mm512_cvtsepi32_epi8(v[1]));
