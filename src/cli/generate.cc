@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/generate_constrained.h"
 #include "cli/kv_options.h"
 #include "cli/model_files.h"
 #include "core/thread_pool.h"
@@ -24,6 +25,7 @@ struct GenerateArgs {
   decode::SamplerParams sampling;
   int threads = 0;
   bool ids = false;
+  ConstraintArgs constraint;
   KvCacheArgs kv_args{"f32", {}};
   kv::KvCacheOptions kv;
 };
@@ -46,6 +48,10 @@ int run_generate(GenerateArgs a) {
     throw std::invalid_argument("prompt of " + std::to_string(tokens.size()) +
                                 " tokens leaves no room in the context of " +
                                 std::to_string(c.context_length));
+  if (const auto spec = constraint_spec(a.constraint))
+    return run_constrained(
+        {*model, *tok, tokens, capacity - int64_t(tokens.size()), a.sampling, a.threads, a.ids},
+        *spec, !a.constraint.no_jump_forward);
   kv::ContiguousKvCache kv(c.kv_dims(), capacity, a.kv);
   std::vector<float> logits(size_t(c.vocab_size));
   model::ForwardScratch scratch;
@@ -119,6 +125,7 @@ Runner add_generate(CLI::App& app) {
   app.add_option("-t,--threads", a->threads, "threads (default: physical cores)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--ids", a->ids, "print generated token ids instead of text");
+  add_constraint_options(app, a->constraint);
   add_kv_cache_options(app, a->kv_args, a->kv,
                        "KV cache: f32 | f16 | int8 | int8-mixed (int8 with f16 sinks, recent "
                        "window, heavy hitters and --kv-fp16-layers)");

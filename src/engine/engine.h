@@ -56,6 +56,9 @@ struct EngineConfig {
   // weight outputs then do not depend on what else is batched, at some cost to single-sequence
   // decode (quantised weights always are). Per engine, not process-wide.
   bool batch_invariant = false;
+  // Constrained requests' jump-forward (GenerationRequest::jump_forward); false turns it off for
+  // every request.
+  bool jump_forward = true;
 };
 
 class Engine {

@@ -67,13 +67,20 @@ bool EngineCore::admit() {
   for (auto& in : arrived) {
     auto r =
         std::make_unique<Request>(in.req, in.stream, tok_, model_.config().eos_id, in.submitted);
-    if (!scheduler_.add(in.id, std::move(in.req.prompt), in.req.max_tokens, in.submitted)) {
+    if (in.req.constraint)
+      r->constrained = std::make_unique<ConstrainedDecoding>(
+          in.req.constraint, in.req.jump_forward && config_.jump_forward);
+    const std::vector<int32_t> forced = initial_forced(*r, in.req.max_tokens);
+    in.req.prompt.insert(in.req.prompt.end(), forced.begin(), forced.end());
+    const int64_t max_tokens = std::max<int64_t>(1, in.req.max_tokens - int64_t(forced.size()));
+    if (!scheduler_.add(in.id, std::move(in.req.prompt), max_tokens, in.submitted)) {
       in.stream->push(unscheduled_final_event(FinishReason::Error, int64_t(r->prompt.size()),
                                               "the queue is full"));
       status_.in_flight.fetch_sub(1);
       continue;
     }
-    requests_.emplace(in.id, std::move(r));
+    Request& added = *requests_.emplace(in.id, std::move(r)).first->second;
+    if (added.constrained) take_forced(in.id, added, forced, int64_t(added.prompt.size()));
   }
   return true;
 }
@@ -120,6 +127,7 @@ bool EngineCore::execute(const StepPlan& plan, Clock::time_point now) {
     const PlanItem& item = plan.items[i];
     const SeqInfo& seq = *scheduler_.find(item.id);
     Request& r = *requests_.at(item.id);
+    ++r.model_steps;
     if (!r.scheduled) {
       r.scheduled = true;
       r.output.set_cached_prompt(seq.n_cached_prompt);
@@ -158,9 +166,9 @@ void EngineCore::update(const StepPlan& plan) {
 
 void EngineCore::sample(SeqId id, float* logits, const SeqInfo& seq) {
   Request& r = *requests_.at(id);
-  const decode::SampleResult s =
-      r.sampler.sample(logits, model_.config().vocab_size, std::span<const int32_t>(r.prompt),
-                       std::span<const int32_t>(r.output.output()));
+  decode::SampleResult s;
+  if (!choose(r, logits, s))
+    return end(id, FinishReason::Error, "the constraint allows no token here");
   const auto now = Clock::now();
   if (r.output.output().empty()) {
     r.first_token = now;
@@ -175,6 +183,7 @@ void EngineCore::sample(SeqId id, float* logits, const SeqInfo& seq) {
   if (u.finish) return end(id, std::move(u.event));
   scheduler_.append_token(id, s.token);
   r.stream->push(std::move(u.event));
+  if (r.constrained) jump_forward(id, r, int64_t(seq.tokens.size()));
 }
 
 void EngineCore::end(SeqId id, FinishReason reason, std::string error) {
@@ -188,6 +197,7 @@ void EngineCore::end(SeqId id, StreamEvent final_event) {
   if (it == requests_.end()) return;
   Request& r = *it->second;
   const FinishReason reason = final_event.finish_reason;
+  final_event.model_steps = r.model_steps;
   metrics_.finished[size_t(reason)].fetch_add(1);
   if (reason == FinishReason::Deadline) metrics_.timed_out.fetch_add(1);
   metrics_.e2e_latency.observe(seconds(Clock::now() - r.submitted));

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "engine/constrained.h"
 #include "engine/engine.h"
 #include "engine/output_processor.h"
 #include "engine/request.h"
@@ -90,6 +91,8 @@ class EngineCore {
     std::optional<Clock::time_point> deadline;
     Clock::time_point submitted, first_token{}, last_token{};
     bool scheduled = false;
+    std::unique_ptr<ConstrainedDecoding> constrained;  // GenerationRequest::constraint
+    int64_t model_steps = 0;                           // forward passes it took part in
   };
 
   // The step (see the file comment).
@@ -107,6 +110,17 @@ class EngineCore {
   kv::PagedKvView& bind_view(size_t i, const PlanItem& item, const SeqInfo& seq);
   // One sampled token for a sequence whose last known token was just computed.
   void sample(SeqId id, float* logits, const SeqInfo& seq);
+  // Constrained decoding (engine_constrained.cc). choose(): the next token, drawn under the
+  // constraint's mask or taken without sampling where only one is allowed; false when the
+  // constraint refuses it. initial_forced(): the tokens forced before any output (appended to
+  // the prompt, so the first step computes them with it). take_forced(): hands forced tokens to
+  // the output processor and the stream, ending the request where they finish it (returns false
+  // then). jump_forward(): after a sampled token, the forced run as known tokens for the next
+  // step (one prefill chunk), or the end of the request when the constraint is complete.
+  bool choose(Request& r, float* logits, decode::SampleResult& s);
+  std::vector<int32_t> initial_forced(const Request& r, int64_t max_tokens) const;
+  bool take_forced(SeqId id, Request& r, const std::vector<int32_t>& forced, int64_t n_tokens);
+  void jump_forward(SeqId id, Request& r, int64_t n_tokens);
   // Ends a request: metrics and blocks first (whoever reads the final event then sees them
   // settled), then the final event.
   void end(SeqId id, StreamEvent final_event);

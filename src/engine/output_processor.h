@@ -36,6 +36,7 @@ class OutputProcessor {
   // Prompt positions found in the prefix cache, reported in the usage.
   void set_cached_prompt(int64_t n) { cached_prompt_ = n; }
   const std::vector<int32_t>& output() const { return output_; }
+  int64_t max_tokens() const { return max_tokens_; }
 
  private:
   bool is_eos(int32_t token) const;

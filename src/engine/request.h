@@ -33,6 +33,9 @@ struct GenerationRequest {
   // stream gets what was generated so far and the blocks are freed within one step.
   std::optional<Clock::time_point> deadline;
   std::shared_ptr<const constrain::Constraint> constraint;  // output must match it (src/constrain)
+  // Forced runs of a constraint are appended without sampling and computed as one prefill chunk
+  // (the output is the same either way; off only to compare model calls).
+  bool jump_forward = true;
 };
 
 struct TokenLogprob {
@@ -51,6 +54,7 @@ struct StreamEvent {
   std::string error;                                // FinishReason::Error: why
   // Usage, filled on the last event.
   int64_t prompt_tokens = 0, completion_tokens = 0, cached_prompt_tokens = 0;
+  int64_t model_steps = 0;  // forward passes that computed some of this request's tokens
 };
 
 // One request's output channel, shared by the engine (producer) and the submitter (consumer).

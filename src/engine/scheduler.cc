@@ -224,6 +224,15 @@ void Scheduler::append_token(SeqId id, int32_t token) {
   seq.tokens.push_back(token);
 }
 
+void Scheduler::append_forced(SeqId id, std::span<const int32_t> tokens) {
+  const auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  SeqInfo& seq = *it->second;
+  if (seq.state != SeqState::Running)
+    throw std::logic_error("scheduler: sequence " + std::to_string(id) + " is not running");
+  seq.tokens.insert(seq.tokens.end(), tokens.begin(), tokens.end());
+}
+
 void Scheduler::finish(SeqId id) {
   const auto it = seqs_.find(id);
   if (it == seqs_.end()) return;

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -109,6 +110,10 @@ class Scheduler {
   // Appends the token sampled for an item with samples == true (after commit). Unknown ids are
   // ignored; std::logic_error when the sequence has known tokens not yet computed.
   void append_token(SeqId id, int32_t token);
+  // Jump-forward (constrained decoding): known tokens appended after the sampled one, computed
+  // as one prefill chunk in the next step. Unknown ids are ignored; std::logic_error unless the
+  // sequence is running.
+  void append_forced(SeqId id, std::span<const int32_t> tokens);
 
   // Removes a sequence in any state (finished, cancelled, expired), releasing its blocks now.
   // Unknown ids are ignored.

@@ -58,6 +58,7 @@ std::variant<engine::GenerationRequest, ApiError> to_generation_request(ParsedRe
   g.max_tokens = std::get<int64_t>(max_tokens);
   g.stop = std::move(p.stop);
   g.ignore_eos = p.ignore_eos;
+  g.jump_forward = p.jump_forward;
   const double timeout_s = p.timeout_s ? *p.timeout_s : ctx.default_timeout_s;
   if (timeout_s > 0)
     g.deadline = ctx.now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(

@@ -584,6 +584,7 @@ std::variant<ParsedRequest, ApiError> parse_request(std::string_view body, Endpo
     }
   }
   if (auto v = r.boolean("ignore_eos")) out.ignore_eos = *v;
+  if (auto v = r.boolean("jump_forward")) out.jump_forward = *v;
   if (auto n = r.integer("n", std::numeric_limits<int64_t>::min(), kIntMax); n && *n != 1)
     r.fail(bad_request("Invalid 'n': only n = 1 is supported, got " + std::to_string(*n) + ".", "n",
                        "unsupported_value"));

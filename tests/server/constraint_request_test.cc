@@ -174,3 +174,22 @@ TEST(GuidedRequest, UnsupportedFeaturesAre400sNamingThem) {
 
 }  // namespace
 }  // namespace shrike::server
+
+namespace shrike::server {
+namespace {
+
+TEST(GuidedRequest, JumpForwardOnByDefaultOffOnRequest) {
+  for (const auto& [extra, want] : std::vector<std::pair<std::string, bool>>{
+           {R"("guided_choice":["yes","no"])", true},
+           {R"("guided_choice":["yes","no"],"jump_forward":false)", false}}) {
+    ParsedRequest p = parsed(extra);
+    EXPECT_EQ(p.jump_forward, want) << extra;
+    auto r = to_generation_request(p, context());
+    ASSERT_TRUE(std::holds_alternative<engine::GenerationRequest>(r));
+    EXPECT_EQ(std::get<engine::GenerationRequest>(r).jump_forward, want) << extra;
+  }
+  EXPECT_EQ(parse_error(R"("jump_forward":"no")").param, "jump_forward");
+}
+
+}  // namespace
+}  // namespace shrike::server

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -219,6 +220,61 @@ TEST_F(ServerTest, CompletionNonStreaming) {
   EXPECT_EQ(j["usage"]["completion_tokens"], 8);
   EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 1);
   EXPECT_EQ(j["usage"]["total_tokens"].get<int>(), j["usage"]["prompt_tokens"].get<int>() + 8);
+}
+
+// Issue 15: guided_* and response_format apply in the engine. Every answer matches its
+// constraint and stops there; streaming gives the same text; jump-forward (the default) gives the
+// same answer as "jump_forward": false in fewer engine steps.
+TEST_F(ServerTest, ConstrainedOutputsMatchAndJumpForwardSavesSteps) {
+  struct Case {
+    std::string options;
+    std::function<bool(const std::string&)> valid;
+  };
+  const std::vector<Case> cases = {
+      {R"("guided_choice": ["red apple", "green pear", "blue"])",
+       [](const std::string& t) { return t == "red apple" || t == "green pear" || t == "blue"; }},
+      {R"x("guided_regex": "code-[0-9]{2}-(ok|fail)")x",
+       [](const std::string& t) {
+         return std::regex_match(t, std::regex("code-[0-9]{2}-(ok|fail)"));
+       }},
+      {R"("response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema":
+          {"type": "object", "properties": {"intent": {"enum": ["play_music", "set_alarm"]},
+           "slots": {"type": "object", "properties": {"song": {"type": "string", "maxLength": 5}}}},
+           "required": ["intent", "slots"]}}})",
+       [](const std::string& t) {
+         const json j = json::parse(t, nullptr, false);
+         return !j.is_discarded() && j.contains("slots") &&
+                (j["intent"] == "play_music" || j["intent"] == "set_alarm");
+       }},
+  };
+  for (const auto& c : cases) {
+    for (const char* prompt : {"Once upon a time", "Tell me"}) {
+      SCOPED_TRACE(c.options + " / " + prompt);
+      const std::string base =
+          std::string(R"({"prompt": ")") + prompt + R"(", "max_tokens": 100, )" + c.options;
+      const double s0 = scrape(port(), "shrike_engine_steps_total");
+      const Reply a = post(port(), "/v1/completions", base + "}");
+      const double s1 = scrape(port(), "shrike_engine_steps_total");
+      const Reply b = post(port(), "/v1/completions", base + R"(, "jump_forward": false})");
+      const double s2 = scrape(port(), "shrike_engine_steps_total");
+      ASSERT_EQ(a.status, 200) << a.body;
+      ASSERT_EQ(b.status, 200) << b.body;
+      const std::string text = a.parsed()["choices"][0]["text"];
+      EXPECT_TRUE(c.valid(text)) << text;
+      EXPECT_EQ(a.parsed()["choices"][0]["finish_reason"], "stop");
+      EXPECT_EQ(b.parsed()["choices"][0]["text"], text);
+      EXPECT_LT(s1 - s0, s2 - s1) << "jump-forward should need fewer engine steps";
+      const Reply s = post(port(), "/v1/completions", base + R"(, "stream": true})");
+      ASSERT_EQ(s.status, 200) << s.body;
+      std::string streamed;
+      for (const auto& d : sse_data(s.body)) {
+        if (d == "[DONE]") continue;
+        const json chunk = json::parse(d);
+        if (!chunk["choices"].empty()) streamed += chunk["choices"][0].value("text", "");
+      }
+      EXPECT_EQ(streamed, text);
+    }
+  }
 }
 
 TEST_F(ServerTest, GreedyIsRepeatableAndStreamingMatches) {
