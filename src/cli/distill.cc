@@ -88,7 +88,10 @@ int run_distill(DistillArgs a) {
     train::train_task(*student.model, tok, train_set, dev_set, ft, ft_state, pool,
                       [](const train::EpochReport& r) { report("fine-tune", r); });
   }
-  train::save_model(*student.model, student.vocab, a.opt.model_name, a.out);
+  // The student answers the teacher's task (its own file's, when it had one, is the same task).
+  const auto& task = student.task ? student.task : teacher.task;
+  train::save_model(*student.model, student.vocab, a.opt.model_name, a.out, nullptr,
+                    task ? &*task : nullptr);
   std::fprintf(stderr, "distill: wrote %s\n", a.out.c_str());
   return 0;
 }

@@ -5,20 +5,28 @@
 //   --task: intent accuracy and slot F1 of MODEL's greedy answers (overall, per language, the
 //           commonest confusions); with --ref, KL and top-1 agreement over the gold answers'
 //           positions (sequences encoded exactly as training encodes them).
+//   --task-schema on|off: the answers come from the serving engine (f32 cache, batch-invariant),
+//           constrained to the model's task schema or free-form, so the two compare on one path;
+//           also the share of answers that parse and name a label, and model calls per answer.
 //   --kv-type (and the int8-mixed options): the KV cache MODEL runs with, REF staying f32; so
 //           `-m M --ref M --kv-type int8` measures what the cache alone costs.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/kv_options.h"
 #include "cli/model_files.h"
+#include "cli/task_engine.h"
 #include "core/file_buffer.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
+#include "data/task_definition.h"
 #include "data/task_scores.h"
+#include "gguf/gguf.h"
 #include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "quant/kl_eval.h"
@@ -36,8 +44,49 @@ struct EvalArgs {
   // The KV cache MODEL runs with (REF always runs f32).
   KvCacheArgs kv_args{"f32", {}};
   kv::KvCacheOptions kv;
-  int64_t kv_chunk = -1;  // -1: 1 for int8-mixed, else 0
+  int64_t kv_chunk = -1;    // -1: 1 for int8-mixed, else 0
+  std::string task_schema;  // "", "on" or "off"
+  bool no_jump_forward = false;
 };
+
+// --task-schema: the answers through the engine, with the schema of the model's task or without.
+std::vector<std::string> engine_answers(const EvalArgs& a, const model::Model& model,
+                                        const tokenizer::Tokenizer& tok,
+                                        const std::vector<data::Example>& examples, int threads,
+                                        nlohmann::ordered_json& json) {
+  std::optional<data::TaskDefinition> task;
+  if (std::filesystem::path(a.model).extension() == ".gguf")
+    task = data::task_from_gguf(gguf::GgufFile::open(a.model));
+  const bool on = a.task_schema == "on";
+  if (on && !task)
+    throw std::invalid_argument("--task-schema on: " + a.model +
+                                " carries no task definition (shrike.task.*, written by shrike "
+                                "train)");
+  const EngineTaskAnswers r =
+      engine_task_answers(model, tok, examples, on ? &*task : nullptr, !a.no_jump_forward, threads);
+  int64_t steps = 0, tokens = 0, parsed = 0, labelled = 0;
+  for (size_t i = 0; i < r.texts.size(); ++i) {
+    steps += r.model_steps[i];
+    tokens += r.tokens[i];
+    const data::TaskPrediction p = data::parse_task_answer(r.texts[i]);
+    parsed += p.parsed;
+    labelled += p.parsed && task &&
+                std::binary_search(task->intents.begin(), task->intents.end(), p.intent);
+  }
+  const double n = double(std::max<size_t>(1, r.texts.size()));
+  std::printf(
+      "answers through the engine, task schema %s, jump-forward %s: %.2f model calls and "
+      "%.2f tokens per answer; %lld/%zu parse, %lld name an intent of the label set\n",
+      on ? "on" : "off", a.no_jump_forward ? "off" : "on", double(steps) / n, double(tokens) / n,
+      (long long)parsed, r.texts.size(), (long long)labelled);
+  json["task_schema"] = on;
+  json["jump_forward"] = !a.no_jump_forward;
+  json["model_steps_per_answer"] = double(steps) / n;
+  json["tokens_per_answer"] = double(tokens) / n;
+  json["answers_parsed"] = parsed;
+  json["answers_in_label_set"] = labelled;
+  return r.texts;
+}
 
 nlohmann::ordered_json kl_json(const quant::KlStats& k) {
   return {{"positions", k.n_positions},
@@ -137,7 +186,9 @@ int run_eval(EvalArgs a) {
   if (!a.task.empty()) {
     // Decoding runs a prompt in one call, then a token per call, whatever --kv-chunk says.
     const auto answers =
-        train::generate_answers(*model, *tok, examples, pool, 96, 64, opt.make_cache);
+        a.task_schema.empty()
+            ? train::generate_answers(*model, *tok, examples, pool, 96, 64, opt.make_cache)
+            : engine_answers(a, *model, *tok, examples, pool.size(), json);
     std::vector<data::TaskPrediction> predictions;
     for (const std::string& answer : answers)
       predictions.push_back(data::parse_task_answer(answer));
@@ -218,6 +269,12 @@ Runner add_eval(CLI::App& app) {
   app.add_option("--text", a->text,
                  "text to score: plain text, or .jsonl with a \"text\" field per line");
   app.add_option("--task", a->task, "labelled examples (JSONL)");
+  app.add_option("--task-schema", a->task_schema,
+                 "--task answers through the serving engine, constrained to the model's task "
+                 "schema (on) or free-form (off)")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_flag("--no-jump-forward", a->no_jump_forward,
+               "with --task-schema on: step through forced tokens one model call each");
   app.add_option("--ctx", a->ctx, "tokens per --text window (default: min(context, 256))")
       ->check(CLI::Range(int64_t(2), int64_t(1) << 30));
   app.add_option("--limit", a->limit, "evaluate only the first N examples / text windows")

@@ -43,7 +43,7 @@ int run_prune(const PruneArgs& a) {
   }
   const train::Importance imp = train::measure_importance(*f.model, batches, pool);
   const auto pruned = train::prune_model(*f.model, imp, a.opt);
-  train::save_model(*pruned, f.vocab, "shrike-pruned", a.out);
+  train::save_model(*pruned, f.vocab, "shrike-pruned", a.out, nullptr, f.task ? &*f.task : nullptr);
 
   auto body = [](const train::Transformer<float>& m) {
     return train::body_param_count(m.config());

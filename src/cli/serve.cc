@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -26,6 +27,7 @@
 #include "cli/model_files.h"
 #include "core/dtype.h"
 #include "core/file_buffer.h"
+#include "data/task_definition.h"
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "kv/contiguous_kv.h"
@@ -45,6 +47,7 @@ struct ServeArgs {
   int64_t kv_cache_mb = 0;
   KvCacheArgs kv_args{"f16", {}};
   bool no_prefix_cache = false;
+  bool no_task_schema = false;
   double drain_timeout_s = 30;
   double max_body_mb = 8;
 };
@@ -147,6 +150,12 @@ std::string read_chat_template(const std::string& path) {
   return gguf::GgufFile::open(path).get_string_or("tokenizer.chat_template", "");
 }
 
+// The task a model trained by `shrike train` carries (none for other models and formats).
+std::optional<data::TaskDefinition> read_task(const std::string& path) {
+  if (std::filesystem::path(path).extension() != ".gguf") return std::nullopt;
+  return data::task_from_gguf(gguf::GgufFile::open(path));
+}
+
 // The effective settings (after the engine's own adjustments, e.g. int8-mixed turns the prefix
 // cache off) for /v1/models: `shrike optimize` reads them to show what differs between stages.
 std::map<std::string, std::string> serving_options(const ServeArgs& a, const model::Model& m,
@@ -231,6 +240,14 @@ int run_serve(ServeArgs a) {
       a.engine.scheduler.context_length = model->config().context_length;
     }
     engine = std::make_unique<engine::Engine>(*model, *tok, a.engine);
+    if (auto task = read_task(a.model)) {
+      std::fprintf(stderr,
+                   "shrike serve: task %s, %zu intents, %zu slots; POST /v1/intent; answers %s\n",
+                   task->format.c_str(), task->intents.size(), task->slots.size(),
+                   a.no_task_schema ? "free-form (--no-task-schema)"
+                                    : "constrained to the task's schema by default");
+      http.set_task(std::move(task), !a.no_task_schema);
+    }
     http.attach(*engine, format, serving_options(a, *model, *engine));
     std::fprintf(stderr, "shrike serve: model '%s' (%s), context %lld, chat format %s\n",
                  a.server.model_name.c_str(), model->describe().c_str(),
@@ -311,6 +328,12 @@ Runner add_serve(CLI::App& app) {
       "position and kv head) | int8-mixed (int8, with f16 copies of sinks, the recent window, "
       "heavy hitters and --kv-fp16-layers; no prefix cache)");
   app.add_flag("--no-prefix-cache", a->no_prefix_cache, "do not reuse cached prompt prefixes");
+  app.add_flag("--no-task-schema", a->no_task_schema,
+               "a task model (shrike.task.* in its GGUF) answers requests without a constraint "
+               "free-form instead of in its task's JSON schema");
+  app.add_flag(
+      "--no-jump-forward", [a](int64_t) { a->engine.jump_forward = false; },
+      "step through tokens a constraint forces, one model call each (same output)");
   app.add_flag("--batch-invariant", a->engine.batch_invariant,
                "float weights: outputs independent of what else is batched (slower alone)");
   app.add_option("--drain-timeout", a->drain_timeout_s,

@@ -79,7 +79,9 @@ int run_train(TrainArgs a) {
                     [](const train::EpochReport& r) {
                       std::fprintf(stderr, "%s\n", train::describe(r).c_str());
                     });
-  train::save_model(*model, vocab, a.opt.model_name, a.out);
+  // The task travels with the model: serve constrains answers to it, eval and /v1/intent read it.
+  const data::TaskDefinition task = data::task_definition_from(train_set);
+  train::save_model(*model, vocab, a.opt.model_name, a.out, nullptr, &task);
   std::fprintf(stderr, "train: wrote %s (checkpoint %s)\n", a.out.c_str(), ckpt.c_str());
   return 0;
 }

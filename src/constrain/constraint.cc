@@ -13,7 +13,10 @@ Constraint::Constraint(Automaton automaton, std::shared_ptr<const TokenVocab> vo
 
 // One pass over the trie in preorder, the automaton state of each depth on a stack; a dead
 // state skips the node's whole subtree. At the start, a leading ' ' node is transparent: its
-// subtree is matched from the unchanged state (the detokeniser drops that space).
+// subtree is matched from the unchanged state (the detokeniser drops that space), and a token
+// that is that space alone is allowed as a no-op: SentencePiece-style tokenizers begin every
+// encoded answer with it (the dummy prefix), so a model trained on such answers emits it first,
+// and refusing it would push the model off its own distribution.
 std::shared_ptr<const TokenMask> Constraint::compute(int32_t state, bool at_start) const {
   const TokenVocab& v = *vocab_;
   auto m = std::make_shared<TokenMask>();
@@ -32,8 +35,7 @@ std::shared_ptr<const TokenMask> Constraint::compute(int32_t state, bool at_star
       continue;
     }
     st[n.depth] = s;
-    if (!transparent)
-      for (int32_t k = n.tok_begin; k < n.tok_end; ++k) m->allowed.set(toks[size_t(k)]);
+    for (int32_t k = n.tok_begin; k < n.tok_end; ++k) m->allowed.set(toks[size_t(k)]);
     ++i;
   }
   if (v.eos() >= 0 && automaton_.accepting(state)) m->allowed.set(v.eos());
@@ -74,7 +76,7 @@ int32_t Constraint::next(int32_t state, bool at_start, int32_t token) const {
   std::string_view b = v.bytes(token);
   if (at_start && v.strip_leading_space() && b[0] == ' ') {
     b.remove_prefix(1);
-    if (b.empty()) return kDead;
+    if (b.empty()) return state;  // the dropped space alone: nothing is output
   }
   return automaton_.walk(state, b);
 }

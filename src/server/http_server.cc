@@ -15,6 +15,7 @@
 #include "constrain/cache.h"
 #include "engine/engine.h"
 #include "server/generation_request.h"
+#include "server/intent_route.h"
 #include "server/openai_protocol.h"
 
 namespace shrike::server {
@@ -245,6 +246,18 @@ struct HttpServer::Impl {
   // constrained request.
   std::once_flag constraints_once;
   std::unique_ptr<constrain::ConstraintCache> constraints;
+  // set_task(): the model's task, and its schema when it constrains requests by default.
+  std::optional<data::TaskDefinition> task;
+  std::optional<constrain::ConstraintSpec> task_spec, default_spec;
+
+  std::shared_ptr<const constrain::Constraint> compile(const tokenizer::Tokenizer& tok,
+                                                       const constrain::ConstraintSpec& spec) {
+    std::call_once(constraints_once, [&] {
+      constraints =
+          std::make_unique<constrain::ConstraintCache>(constrain::TokenVocab::from_tokenizer(tok));
+    });
+    return constraints->get(spec);
+  }
 
   uint64_t random64() {
     std::lock_guard<std::mutex> lock(rng_mu);
@@ -283,6 +296,9 @@ struct HttpServer::Impl {
   void blocking_reply(httplib::Response& res, engine::RequestStream& stream,
                       const tokenizer::Tokenizer& tok, const ResponseMeta& meta);
   void models(const httplib::Request& req, httplib::Response& res);
+  // POST /v1/intent (intent_route.h).
+  void intent(const httplib::Request& req, httplib::Response& res,
+              const httplib::ContentReader& reader);
 };
 
 HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
@@ -326,6 +342,10 @@ void HttpServer::Impl::install_routes() {
                                           const httplib::ContentReader& reader) {
     generate(req, res, reader, Endpoint::ChatCompletions);
   });
+  svr.Post("/v1/intent",
+           [this](const httplib::Request& req, httplib::Response& res,
+                  const httplib::ContentReader& reader) { intent(req, res, reader); });
+  svr.Get("/v1/intent", post_only);
   svr.Get("/v1/completions", post_only);
   svr.Get("/v1/chat/completions", post_only);
 
@@ -455,17 +475,16 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
   auto parsed = parse_request(*body, ep);
   if (const auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
   ParsedRequest& p = std::get<ParsedRequest>(parsed);
+  if (!p.constraint && default_spec) {  // a task model answers in its task's schema by default
+    p.constraint = default_spec;
+    p.constraint_param = "task schema";
+  }
   const tokenizer::Tokenizer& tok = eng->tokenizer();
   auto request = to_generation_request(
-      p, RequestContext{tok, chat_format.load(), eng->model().config().add_bos,
-                        eng->context_length(), opt.model_name, opt.request_timeout_s, random64(),
-                        Clock::now(), [&](const constrain::ConstraintSpec& spec) {
-                          std::call_once(constraints_once, [&] {
-                            constraints = std::make_unique<constrain::ConstraintCache>(
-                                constrain::TokenVocab::from_tokenizer(tok));
-                          });
-                          return constraints->get(spec);
-                        }});
+      p,
+      RequestContext{tok, chat_format.load(), eng->model().config().add_bos, eng->context_length(),
+                     opt.model_name, opt.request_timeout_s, random64(), Clock::now(),
+                     [&](const constrain::ConstraintSpec& spec) { return compile(tok, spec); }});
   if (const auto* e = std::get_if<ApiError>(&request)) return send_error(res, *e);
 
   engine::SubmitResult sub = eng->submit(std::move(std::get<engine::GenerationRequest>(request)));
@@ -547,6 +566,72 @@ void HttpServer::attach(engine::Engine& engine, ChatFormat chat_format,
   impl_->serving_options = std::move(serving_options);
   impl_->chat_format.store(chat_format);
   impl_->engine.store(&engine);
+}
+
+void HttpServer::set_task(std::optional<data::TaskDefinition> task, bool schema_by_default) {
+  Impl& m = *impl_;
+  m.task = std::move(task);
+  m.task_spec.reset();
+  m.default_spec.reset();
+  if (!m.task) return;
+  constrain::ConstraintSpec spec{constrain::ConstraintSpec::Kind::JsonSchema, {}, {}, {}};
+  spec.schema = data::task_schema(*m.task);
+  if (schema_by_default) {
+    m.task_spec = spec;
+    m.default_spec = spec;
+  }
+}
+
+void HttpServer::Impl::intent(const httplib::Request& req, httplib::Response& res,
+                              const httplib::ContentReader& reader) {
+  auto in_flight_guard = std::make_unique<InFlight>(in_flight);
+  const std::optional<std::string> body = read_body(res, reader);
+  if (!body) return;
+  if (auto e = check_auth(req)) return send_error(res, *e);
+  if (draining.load())
+    return send_error(res, unavailable("The server is shutting down and accepts no new requests."));
+  engine::Engine* eng = engine.load();
+  if (!eng) return send_error(res, unavailable("The model is still loading."));
+  if (!task)
+    return send_error(res, not_found("This model carries no task definition (shrike.task.* in its "
+                                     "GGUF, written by `shrike train`): /v1/intent needs one.",
+                                     "no_task"));
+  auto text = parse_intent_request(*body);
+  if (const auto* e = std::get_if<ApiError>(&text)) return send_error(res, *e);
+  const tokenizer::Tokenizer& tok = eng->tokenizer();
+  std::shared_ptr<const constrain::Constraint> constraint;
+  if (task_spec) constraint = compile(tok, *task_spec);
+  // The task's prompts start with BOS (train::encode_task_prompt), whatever the model's default.
+  auto request = intent_generation_request(*task, tok, std::get<std::string>(text),
+                                           std::move(constraint), true, eng->context_length());
+  if (const auto* e = std::get_if<ApiError>(&request)) return send_error(res, *e);
+  const auto t0 = Clock::now();
+  engine::SubmitResult sub = eng->submit(std::move(std::get<engine::GenerationRequest>(request)));
+  if (sub.status != engine::SubmitStatus::Accepted) return send_refusal(res, sub);
+  ActiveStream active_guard(active_mu, active, sub.stream);
+  std::string answer;
+  engine::StreamEvent ev;
+  double first_ms = -1;
+  const auto ms = [&] {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  for (int waits = 0; !ev.finished;) {
+    if (!sub.stream->next(ev, std::chrono::milliseconds(1000))) {
+      if (stop_requested.load() && ++waits >= 5)
+        return send_error(res, unavailable("The server is shutting down."));
+      continue;
+    }
+    if (first_ms < 0 && !ev.tokens.empty()) first_ms = ms();
+    answer += ev.text;
+  }
+  if (ev.finish_reason == engine::FinishReason::Error)
+    return send_error(res, server_error("Generation failed: " + ev.error));
+  if (ev.finish_reason == engine::FinishReason::Cancelled)
+    return send_error(res, unavailable("The request was cancelled: the server is shutting down."));
+  const data::TaskPrediction p = data::parse_task_answer(answer);
+  if (!p.parsed)
+    return send_error(res, server_error("The model's answer is not a task answer: " + answer));
+  send_json(res, 200, intent_response(p, ev, ms(), first_ms < 0 ? ms() : first_ms));
 }
 
 void HttpServer::begin_drain() {

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "data/task_definition.h"
 #include "tokenizer/vocab.h"
 #include "train/transformer.h"
 
@@ -20,15 +22,17 @@ struct OptimizerState {
 };
 
 // Writes the model (and, when state is not null, the optimizer state as extra tensors and keys:
-// not loadable by llama.cpp, which refuses unknown tensors). Throws FileError.
+// not loadable by llama.cpp, which refuses unknown tensors), and the task it was trained for
+// when task is not null (data/task_definition.h). Throws FileError.
 void save_model(const Transformer<float>& model, const tokenizer::Vocab& vocab,
                 const std::string& name, const std::string& path,
-                const OptimizerState* state = nullptr);
+                const OptimizerState* state = nullptr, const data::TaskDefinition* task = nullptr);
 
 struct TrainableFile {
   std::unique_ptr<Transformer<float>> model;
   tokenizer::Vocab vocab;
-  OptimizerState state;  // step 0 and empty moments when the file has none
+  OptimizerState state;                      // step 0 and empty moments when the file has none
+  std::optional<data::TaskDefinition> task;  // shrike.task.*, when the file carries a task
 };
 
 // Reads a llama GGUF of any weight type (dequantised to f32) with its tokenizer, and the

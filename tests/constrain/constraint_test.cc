@@ -53,11 +53,16 @@ TEST(TokenMask, AllowsExactlyTheTokensThatStayAlive) {
 TEST(TokenMask, FirstTokenLosesItsLeadingSpaceWhenTheDetokeniserDropsIt) {
   auto c = std::make_shared<const Constraint>(regex_automaton("a+"), tiny_vocab(true));
   ConstraintState st(c);
-  // " a" reads as "a" at the start; " " alone would add nothing and is not offered.
-  EXPECT_EQ(ids(st.allowed_mask()), (std::set<int32_t>{1, 4, 8}));
+  // " a" reads as "a" at the start; " " alone adds nothing and is offered as a no-op (models
+  // trained on SentencePiece-encoded answers emit that dummy-prefix space first).
+  EXPECT_EQ(ids(st.allowed_mask()), (std::set<int32_t>{1, 4, 7, 8}));
   ASSERT_TRUE(st.advance(4));
   EXPECT_EQ(ids(st.allowed_mask()), (std::set<int32_t>{0, 1, 8}));  // later " a" is " a"
   EXPECT_FALSE(st.advance(4));
+  ConstraintState spaced(c);
+  ASSERT_TRUE(spaced.advance(7));  // the dropped space: same state, no longer at the start
+  EXPECT_FALSE(spaced.accepting());
+  EXPECT_EQ(ids(spaced.allowed_mask()), (std::set<int32_t>{1, 8}));  // spaces are real now
 }
 
 TEST(TokenMask, ControlAndEmptyTokensNeverAllowed) {

@@ -226,14 +226,16 @@ TEST(ConstrainedEngine, ConcurrentEqualsSolo) {
   }
 }
 
-TEST(ConstrainedEngine, FullyForcedNeedsNoModelCall) {
+TEST(ConstrainedEngine, FullyForcedNeedsOneModelCall) {
   const Loaded& m = synth();
-  // One character: one token spells it (byte-fallback twins are masked), so it is forced.
+  // One character: one token spells it (byte-fallback twins are masked). The first model call
+  // remains: at the start the dropped dummy-prefix space alone is allowed too (the model may
+  // emit it first, as SentencePiece-encoded answers begin with it); "7" is forced after it.
   const ConstraintSpec one{ConstraintSpec::Kind::Choice, {"7"}, {}, {}};
   const auto out = run(m, {request(m, one, "Question")}, config());
   EXPECT_EQ(out[0].text, "7");
   EXPECT_EQ(out[0].last.finish_reason, FinishReason::Stop);
-  EXPECT_EQ(out[0].last.model_steps, 0);
+  EXPECT_EQ(out[0].last.model_steps, 1);
   const auto stepped = run(m, {request(m, one, "Question")}, config(false));
   EXPECT_EQ(stepped[0].tokens, out[0].tokens);
   EXPECT_EQ(stepped[0].last.model_steps, int64_t(out[0].tokens.size()));

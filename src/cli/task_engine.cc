@@ -1,0 +1,60 @@
+#include "cli/task_engine.h"
+
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+
+#include "constrain/constraint.h"
+#include "constrain/spec.h"
+#include "engine/engine.h"
+#include "train/task_eval.h"
+
+namespace shrike::cli {
+
+EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
+                                      const std::vector<data::Example>& examples,
+                                      const data::TaskDefinition* schema, bool jump_forward,
+                                      int threads, int64_t max_answer_tokens) {
+  std::shared_ptr<const constrain::Constraint> constraint;
+  if (schema) {
+    constrain::ConstraintSpec spec{constrain::ConstraintSpec::Kind::JsonSchema, {}, {}, {}};
+    spec.schema = data::task_schema(*schema);
+    constraint = std::make_shared<const constrain::Constraint>(
+        constrain::compile(spec), constrain::TokenVocab::from_tokenizer(tok));
+  }
+  engine::EngineConfig config;
+  config.scheduler.context_length = m.config().context_length;
+  config.scheduler.max_queue = int64_t(examples.size()) + 1;
+  config.kv = kv::KvCacheOptions{kv::KvType::F32};
+  config.batch_invariant = true;
+  config.threads = threads;
+  config.jump_forward = jump_forward;
+  engine::Engine eng(m, tok, config);
+  std::vector<std::shared_ptr<engine::RequestStream>> streams;
+  for (const data::Example& ex : examples) {
+    engine::GenerationRequest r;
+    r.prompt = train::encode_task_prompt(tok, ex.text);
+    r.max_tokens = std::min(max_answer_tokens, eng.context_length() - int64_t(r.prompt.size()));
+    r.sampling.temperature = 0;
+    r.constraint = constraint;
+    engine::SubmitResult s = eng.submit(std::move(r));
+    if (s.status != engine::SubmitStatus::Accepted)
+      throw std::runtime_error("the engine refused an example: " + s.message);
+    streams.push_back(std::move(s.stream));
+  }
+  EngineTaskAnswers out;
+  for (auto& s : streams) {
+    std::string text;
+    engine::StreamEvent ev;
+    while (!ev.finished)
+      if (s->next(ev, std::chrono::milliseconds(1000))) text += ev.text;
+    if (ev.finish_reason == engine::FinishReason::Error)
+      throw std::runtime_error("an answer failed: " + ev.error);
+    out.texts.push_back(std::move(text));
+    out.model_steps.push_back(ev.model_steps);
+    out.tokens.push_back(ev.completion_tokens);
+  }
+  return out;
+}
+
+}  // namespace shrike::cli
