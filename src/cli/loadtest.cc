@@ -57,8 +57,9 @@ int run_loadtest(const LoadtestArgs& a) {
   if (modes > 1) throw std::invalid_argument("choose one of --concurrency, --rate, --trace");
   RunConfig cfg;
   cfg.chat = a.endpoint == "chat";
-  cfg.url = endpoint_url(a.url, cfg.chat);
-  cfg.stream = !a.no_stream;
+  cfg.intent = a.endpoint == "intent";
+  cfg.url = cfg.intent ? intent_url(a.url) : endpoint_url(a.url, cfg.chat);
+  cfg.stream = !a.no_stream && !cfg.intent;
   cfg.ignore_eos = !a.stop_at_eos;
   cfg.model = a.model;
   cfg.timeout_s = a.timeout;
@@ -131,8 +132,10 @@ Runner add_loadtest(CLI::App& app) {
       "vocabularies, so prompt lengths are approximate (the report uses the server's usage "
       "counts when sent). Only loopback servers unless --allow-remote.");
   app.add_option("--url", a->url, "server base URL, e.g. http://127.0.0.1:8080")->required();
-  app.add_option("--endpoint", a->endpoint, "completions or chat")
-      ->check(CLI::IsMember({"completions", "chat"}));
+  app.add_option("--endpoint", a->endpoint,
+                 "completions, chat, or intent (a task model's POST /v1/intent {\"text\": "
+                 "prompt}; not streamed)")
+      ->check(CLI::IsMember({"completions", "chat", "intent"}));
   app.add_flag("--no-stream", a->no_stream, "plain JSON responses instead of SSE streaming");
   app.add_flag("--stop-at-eos", a->stop_at_eos,
                "let answers end at EOS (default: ignore_eos, exactly max_tokens each)");

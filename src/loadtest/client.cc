@@ -260,6 +260,7 @@ const char* outcome_name(Outcome o) {
 }
 
 std::string request_body(const RunConfig& c, const std::string& prompt, int64_t max_tokens) {
+  if (c.intent) return nlohmann::json{{"text", prompt}}.dump();
   nlohmann::json j;
   // Without a name the server uses its own model (OpenAI-compatible servers check a given name).
   if (!c.model.empty()) j["model"] = c.model;

@@ -39,12 +39,15 @@ struct RequestRecord {
 struct RunConfig {
   std::string url;  // full endpoint URL (see endpoint_url)
   bool chat = false, stream = true;
+  // POST /v1/intent (a task model's route): the body is {"text": prompt}, the answer one JSON
+  // object (not streamed) whose usage counts the tokens.
+  bool intent = false;
   std::string model = "default";
   double timeout_s = 600;
   int64_t max_requests = 0;  // 0: unbounded
   double duration_s = 0;     // 0: unbounded; no request is sent after this, in-flight ones finish
   uint64_t seed = 0;
-  std::vector<PromptEntry> prompts;         // empty: synthesised prompts
+  std::vector<PromptEntry> prompts;  // empty: synthesised prompts
   // true: every request asks for exactly max_tokens (ignore_eos; servers would otherwise stop at
   // EOS); false: answers end at EOS, their natural length, as a task service sees them.
   bool ignore_eos = true;

@@ -50,9 +50,11 @@ std::string synth_prompt(int64_t tokens, const std::vector<int64_t>& hash_ids,
 std::vector<PromptEntry> read_prompts(const std::string& path) {
   std::vector<PromptEntry> out;
   for_each_jsonl_object_in_file(path, [&](const nlohmann::json& j, const std::string& where) {
-    if (!j.contains("prompt") || !j["prompt"].is_string())
-      throw FileError(where + "expected {\"prompt\": \"...\"}");
-    PromptEntry e{j["prompt"].get<std::string>()};
+    // "text": the task data's utterances (data gen's JSONL) drive --endpoint intent as they are.
+    const char* key = j.contains("prompt") ? "prompt" : "text";
+    if (!j.contains(key) || !j[key].is_string())
+      throw FileError(where + "expected {\"prompt\": \"...\"} or {\"text\": \"...\"}");
+    PromptEntry e{j[key].get<std::string>()};
     if (j.contains("max_tokens")) {
       if (!j["max_tokens"].is_number_integer() || j["max_tokens"].get<int64_t>() < 1)
         throw FileError(where + "\"max_tokens\" must be a positive integer");

@@ -26,7 +26,8 @@ struct PromptEntry {
   int64_t max_tokens = -1;  // -1: use the schedule's output length
 };
 
-// `--prompts F.jsonl`: one {"prompt": "...", optional "max_tokens": n} per line. Throws FileError
+// `--prompts F.jsonl`: one {"prompt": "...", optional "max_tokens": n} per line ("text" in place
+// of "prompt": the task data's utterances). Throws FileError
 // naming the file and line.
 std::vector<PromptEntry> read_prompts(const std::string& path);
 

@@ -51,4 +51,10 @@ std::string endpoint_url(const std::string& base, bool chat) {
   return b + (chat ? "/v1/chat/completions" : "/v1/completions");
 }
 
+std::string intent_url(const std::string& base) {
+  std::string b = base;
+  while (!b.empty() && b.back() == '/') b.pop_back();
+  return b + "/v1/intent";
+}
+
 }  // namespace shrike::loadtest

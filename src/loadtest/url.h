@@ -18,5 +18,7 @@ void check_url_allowed(const std::string& url, bool allow_remote);
 
 // base URL (trailing slash ignored) + "/v1/completions" or "/v1/chat/completions".
 std::string endpoint_url(const std::string& base, bool chat);
+// base + "/v1/intent" (shrike serve of a task model).
+std::string intent_url(const std::string& base);
 
 }  // namespace shrike::loadtest

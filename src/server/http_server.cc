@@ -565,6 +565,9 @@ void HttpServer::attach(engine::Engine& engine, ChatFormat chat_format,
                         std::map<std::string, std::string> serving_options) {
   impl_->serving_options = std::move(serving_options);
   impl_->chat_format.store(chat_format);
+  // The task schema is every request's default: compile it now (about a second for the built-in
+  // task's 14 slots), not in the first requests' latency.
+  if (impl_->task_spec) impl_->compile(engine.tokenizer(), *impl_->task_spec);
   impl_->engine.store(&engine);
 }
 

@@ -49,9 +49,9 @@ class HttpServer {
   // client can see how the model is served without parsing the log.
   void attach(engine::Engine& engine, ChatFormat chat_format,
               std::map<std::string, std::string> serving_options = {});
-  // The model's task (data/task_definition.h), before attach(): POST /v1/intent answers with
-  // it (404 without one), and with schema_by_default requests that give no constraint of their
-  // own are constrained to the task's schema (data::task_schema).
+  // The model's task (data/task_definition.h), before attach() (which compiles its schema): POST
+  // /v1/intent answers with it (404 without one), and with schema_by_default requests that give no
+  // constraint of their own are constrained to the task's schema (data::task_schema).
   void set_task(std::optional<data::TaskDefinition> task, bool schema_by_default);
 
   // Refuse new work from now on (503, /health 503 "draining"); running requests continue.

@@ -98,6 +98,15 @@ TEST(LoadtestClient, IgnoreEosOnlyWhenAsked) {
   EXPECT_EQ(j["max_tokens"], 5);
 }
 
+// --endpoint intent: a task model's route takes the utterance alone.
+TEST(LoadtestClient, IntentBodyAndUrl) {
+  RunConfig cfg;
+  cfg.intent = true;
+  EXPECT_EQ(nlohmann::json::parse(request_body(cfg, "where is SO1", 5)),
+            (nlohmann::json{{"text", "where is SO1"}}));
+  EXPECT_EQ(intent_url("http://127.0.0.1:8080/"), "http://127.0.0.1:8080/v1/intent");
+}
+
 TEST(LoadtestClient, StreamedCompletionsMatchScript) {
   StubServer server(StubScript{});
   auto cfg = config_for(server.url());

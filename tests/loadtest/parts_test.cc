@@ -65,7 +65,11 @@ TEST(LoadtestPrompts, PromptsFile) {
   EXPECT_EQ(p[0].prompt, "hello there");
   EXPECT_EQ(p[0].max_tokens, -1);
   EXPECT_EQ(p[1].max_tokens, 7);
-  std::ofstream(path) << "{\"prompt\": \"ok\"}\n{\"text\": \"no\"}\n";
+  // The task data's utterances ("text") are prompts too (--endpoint intent).
+  std::ofstream(path) << "{\"text\": \"where is my order\", \"intent\": \"order_status\"}\n";
+  ASSERT_EQ(read_prompts(path.string()).size(), 1u);
+  EXPECT_EQ(read_prompts(path.string())[0].prompt, "where is my order");
+  std::ofstream(path) << "{\"prompt\": \"ok\"}\n{\"txt\": \"no\"}\n";
   try {
     read_prompts(path.string());
     ADD_FAILURE() << "no error";

@@ -131,6 +131,17 @@ TEST_F(TaskServer, CompletionsUseTheTaskSchemaByDefault) {
   EXPECT_TRUE(t == "yes" || t == "no") << t;
 }
 
+TEST_F(TaskServer, LoadtestDrivesTheIntentRoute) {
+  const std::string url = "http://127.0.0.1:" + std::to_string(task_->port());
+  const CommandResult r =
+      run_shrike("loadtest --url " + url + " --endpoint intent --prompts " +
+                 (*dir_ / "data" / "test.jsonl").string() + " --concurrency 2 --max-requests 12");
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("/v1/intent"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| completed / failed / timed out | 12 / 0 / 0 |"), std::string::npos)
+      << r.out;
+}
+
 TEST_F(TaskServer, BadBodiesAre400sAndNoTaskIs404) {
   for (const char* body : {"{}", R"({"text": 5})", R"({"text": ""})", "[1]", "not json"}) {
     const Reply r = post(task_->port(), "/v1/intent", body);
