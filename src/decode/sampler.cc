@@ -218,14 +218,17 @@ SampleResult Sampler::sample(float* logits, int64_t n_vocab, std::span<const int
                              std::span<const int32_t> output, const TokenBitset* allowed) {
   check_vocab(logits, n_vocab);
   if (allowed) apply_token_mask(logits, n_vocab, *allowed);
-  const bool want_logprobs = params_.logprobs || params_.top_logprobs > 0;
-  const double log_norm = want_logprobs ? log_sum_exp(logits, n_vocab) : 0.0;
-
   apply_penalties(logits, n_vocab, prompt, output);
   SampleResult result;
   result.token = pick(logits, n_vocab);
   for (const auto& [t, raw] : saved_) logits[t] = raw;
+  add_logprobs(logits, n_vocab, result);
+  return result;
+}
 
+void Sampler::add_logprobs(const float* logits, int64_t n_vocab, SampleResult& result) {
+  if (!params_.logprobs && params_.top_logprobs <= 0) return;
+  const double log_norm = log_sum_exp(logits, n_vocab);
   if (params_.logprobs) result.logprob = float(double(logits[result.token]) - log_norm);
   if (params_.top_logprobs > 0) {
     // The most likely by raw logit, lower id first on ties: the sampling order at temperature 1.
@@ -239,7 +242,6 @@ SampleResult Sampler::sample(float* logits, int64_t n_vocab, std::span<const int
     for (auto c = candidates_.begin(); c != top_end; ++c)
       result.top.push_back({c->token, float(double(c->logit) - log_norm)});
   }
-  return result;
 }
 
 int32_t Sampler::sample(float* logits, int64_t n_vocab, const TokenBitset* allowed) {

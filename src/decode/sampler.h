@@ -69,6 +69,9 @@ class Sampler {
   // of the constrained distribution.
   SampleResult sample(float* logits, int64_t n_vocab, std::span<const int32_t> prompt,
                       std::span<const int32_t> output, const TokenBitset* allowed = nullptr);
+  // Fills result.logprob / result.top for result.token from these (raw) logits as sample() does,
+  // when the parameters ask for them (speculative decoding: tokens chosen by verification).
+  void add_logprobs(const float* logits, int64_t n_vocab, SampleResult& result);
   // Without penalties or logprobs (the CLI's generate loop).
   int32_t sample(float* logits, int64_t n_vocab, const TokenBitset* allowed = nullptr);
 

@@ -21,6 +21,13 @@ Engine::Engine(const model::Model& model, const tokenizer::Tokenizer& tok, Engin
   config_.kv.validate(mc.n_layers);
   // A reused block would come without the sequence's f16 copies and weight sums (engine.h).
   if (config_.kv.mixed()) sc.prefix_caching = false;
+  if (sc.mode == BatchingMode::Static) config_.spec.mode = SpecMode::Off;  // the naive baseline
+  if (config_.spec.enabled()) {
+    if (const std::string e = config_.spec.error(model_); !e.empty())
+      throw std::invalid_argument(e);
+    // Verification rows must be the bits one-token steps give (speculation.h).
+    if (needs_batch_invariance(model_)) config_.batch_invariant = true;
+  }
   int64_t n_blocks = config_.kv_blocks;
   if (n_blocks <= 0)
     n_blocks = kv::blocks_within_budget(config_.kv, mc.kv_dims(),

@@ -20,6 +20,7 @@
 #include "engine/metrics.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/speculation.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -59,6 +60,9 @@ struct EngineConfig {
   // Constrained requests' jump-forward (GenerationRequest::jump_forward); false turns it off for
   // every request.
   bool jump_forward = true;
+  // Speculative decoding (engine/speculation.h); continuous batching only. With float weights
+  // it turns batch_invariant on (greedy output must equal non-speculative greedy).
+  SpeculativeConfig spec;
 };
 
 class Engine {

@@ -34,7 +34,8 @@ EngineCore::EngineCore(const model::Model& model, const tokenizer::Tokenizer& to
                model.config().n_kv_heads, model.config().head_dim,
                config.kv.layer_formats(model.config().n_layers)),
       scheduler_(config.scheduler, pool_),
-      threads_(config.threads > 0 ? config.threads : default_thread_count()) {
+      threads_(config.threads > 0 ? config.threads : default_thread_count()),
+      spec_(config.spec, model, threads_) {
   forward_options_.matmul.batch_invariant = config.batch_invariant;
 }
 
@@ -80,6 +81,9 @@ bool EngineCore::admit() {
       continue;
     }
     Request& added = *requests_.emplace(in.id, std::move(r)).first->second;
+    // Constrained requests do not speculate: drafts would have to be checked against the
+    // constraint's mask row by row (a later step); they decode exactly as without speculation.
+    if (!added.constrained) spec_.add(in.id, in.req.sampling);
     if (added.constrained) take_forced(in.id, added, forced, int64_t(added.prompt.size()));
   }
   return true;
@@ -97,7 +101,9 @@ void EngineCore::expire(Clock::time_point now) {
 }
 
 StepPlan EngineCore::schedule(Clock::time_point now) {
+  metrics_.spec_draft_ns.fetch_add(int64_t(spec_.propose(scheduler_) * 1e9));
   StepPlan plan = scheduler_.schedule(now);
+  spec_.planned(scheduler_);
   metrics_.preemptions.fetch_add(int64_t(plan.preempted.size()));
   for (SeqId id : plan.preempted) mixed_.erase(id);  // recomputed from position 0
   for (SeqId id : plan.failed)
@@ -133,14 +139,18 @@ bool EngineCore::execute(const StepPlan& plan, Clock::time_point now) {
       r.output.set_cached_prompt(seq.n_cached_prompt);
       metrics_.queue_wait.observe(seconds(now - r.submitted));
     }
-    batch_.push_back({seq.tokens.data() + item.pos0, item.n_tokens, item.pos0,
-                      &bind_view(i, item, seq), item.samples ? 1 : 0});
-    n_logits += item.samples ? 1 : 0;
+    const int64_t rows = item.samples ? 1 + item.n_draft : 0;  // drafts: verified rows
+    batch_.push_back(
+        {seq.tokens.data() + item.pos0, item.n_tokens, item.pos0, &bind_view(i, item, seq), rows});
+    n_logits += rows;
   }
   logits_.resize(size_t(std::max<int64_t>(1, n_logits) * model_.config().vocab_size));
   try {
+    const auto t0 = Clock::now();
     model_.forward_batch(batch_.data(), int64_t(batch_.size()), logits_.data(), threads_, scratch_,
                          forward_options_);
+    metrics_.forward_ns.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
   } catch (const std::exception& e) {
     // Should not happen (the scheduler and submit() validate everything); fail the step's
     // requests rather than the whole server.
@@ -158,9 +168,14 @@ void EngineCore::update(const StepPlan& plan) {
   int64_t row = 0;
   for (const PlanItem& item : plan.items) {
     if (!item.samples) continue;
-    if (const SeqInfo* seq = scheduler_.find(item.id))
-      sample(item.id, logits_.data() + row * model_.config().vocab_size, *seq);
-    ++row;
+    float* rows = logits_.data() + row * model_.config().vocab_size;
+    if (const SeqInfo* seq = scheduler_.find(item.id)) {
+      if (item.n_draft > 0)
+        verify(item, rows);
+      else
+        sample(item.id, rows, *seq);
+    }
+    row += 1 + item.n_draft;
   }
 }
 
@@ -169,6 +184,41 @@ void EngineCore::sample(SeqId id, float* logits, const SeqInfo& seq) {
   decode::SampleResult s;
   if (!choose(r, logits, s))
     return end(id, FinishReason::Error, "the constraint allows no token here");
+  if (!emit(id, r, s, int64_t(seq.tokens.size()))) return;
+  scheduler_.append_token(id, s.token);
+  if (r.constrained) jump_forward(id, r, int64_t(seq.tokens.size()));
+}
+
+void EngineCore::verify(const PlanItem& item, float* rows) {
+  Request& r = *requests_.at(item.id);
+  const SeqInfo& seq = *scheduler_.find(item.id);
+  const int64_t n_vocab = model_.config().vocab_size;
+  const int64_t settled = int64_t(seq.tokens.size()) - item.n_draft;
+  const std::vector<int32_t> draft(seq.tokens.begin() + settled, seq.tokens.end());
+  const decode::Verification v =
+      spec_.verify(item.id, r.sampler, rows, n_vocab, draft, r.prompt, r.output.output(), settled);
+  metrics_.spec_steps.fetch_add(1);
+  metrics_.spec_proposed.fetch_add(int64_t(draft.size()));
+  metrics_.spec_accepted.fetch_add(v.accepted);
+  // Rejected drafts leave the cache (the accepted ones keep their keys and values).
+  const kv::Truncation t = scheduler_.truncate(item.id, settled + v.accepted);
+  if (t.needs_copy()) storage_.copy_block(t.copy_src, t.copy_dst);
+  if (const auto m = mixed_.find(item.id); m != mixed_.end()) m->second->truncate(t.kept);
+  // One token at a time, as without speculation: a stop ends the request and drops the rest.
+  for (size_t j = 0; j < v.tokens.size(); ++j) {
+    decode::SampleResult s;
+    s.token = v.tokens[j];
+    r.sampler.add_logprobs(rows + int64_t(j) * n_vocab, n_vocab, s);
+    if (!emit(item.id, r, s, settled + int64_t(j))) return;
+  }
+  const SeqInfo& after = *scheduler_.find(item.id);
+  if (after.n_computed == int64_t(after.tokens.size()))
+    scheduler_.append_token(item.id, v.tokens.back());
+  else  // the rollback's block copy found no block: the lost positions are recomputed
+    scheduler_.push_token(item.id, v.tokens.back());
+}
+
+bool EngineCore::emit(SeqId id, Request& r, const decode::SampleResult& s, int64_t n_before) {
   const auto now = Clock::now();
   if (r.output.output().empty()) {
     r.first_token = now;
@@ -177,13 +227,15 @@ void EngineCore::sample(SeqId id, float* logits, const SeqInfo& seq) {
     metrics_.inter_token_latency.observe(seconds(now - r.last_token));
   }
   r.last_token = now;
-  const bool context_full = int64_t(seq.tokens.size()) + 1 >= config_.scheduler.context_length;
+  const bool context_full = n_before + 1 >= config_.scheduler.context_length;
   OutputProcessor::Update u = r.output.add(s, context_full);
   if (!u.event.tokens.empty()) metrics_.generated_tokens.fetch_add(1);
-  if (u.finish) return end(id, std::move(u.event));
-  scheduler_.append_token(id, s.token);
+  if (u.finish) {
+    end(id, std::move(u.event));
+    return false;
+  }
   r.stream->push(std::move(u.event));
-  if (r.constrained) jump_forward(id, r, int64_t(seq.tokens.size()));
+  return true;
 }
 
 void EngineCore::end(SeqId id, FinishReason reason, std::string error) {
@@ -204,6 +256,12 @@ void EngineCore::end(SeqId id, StreamEvent final_event) {
   const size_t n = r.output.output().size();
   if (n >= 2)
     metrics_.time_per_output_token.observe(seconds(r.last_token - r.first_token) / double(n - 1));
+  if (spec_.enabled()) {
+    final_event.speculative = true;
+    final_event.spec_proposed = spec_.stats(id).proposed;
+    final_event.spec_accepted = spec_.stats(id).accepted;
+  }
+  spec_.remove(id);
   scheduler_.finish(id);
   mixed_.erase(id);
   publish();

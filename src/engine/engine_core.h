@@ -26,6 +26,7 @@
 #include "engine/output_processor.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/speculation.h"
 #include "kv/block_pool.h"
 #include "kv/kv_storage.h"
 #include "kv/mixed_precision.h"
@@ -121,6 +122,12 @@ class EngineCore {
   std::vector<int32_t> initial_forced(const Request& r, int64_t max_tokens) const;
   bool take_forced(SeqId id, Request& r, const std::vector<int32_t>& forced, int64_t n_tokens);
   void jump_forward(SeqId id, Request& r, int64_t n_tokens);
+  // Speculative decoding: verifies a planned item's drafts (rows: its 1 + n_draft logit rows),
+  // rolls the sequence back past the rejected ones and emits the accepted tokens.
+  void verify(const PlanItem& item, float* rows);
+  // Hands one token to the request's output processor (n_before: the sequence's tokens before
+  // it); false when the request ended with it.
+  bool emit(SeqId id, Request& r, const decode::SampleResult& s, int64_t n_before);
   // Ends a request: metrics and blocks first (whoever reads the final event then sees them
   // settled), then the final event.
   void end(SeqId id, StreamEvent final_event);
@@ -137,6 +144,7 @@ class EngineCore {
   kv::KvStorage storage_;
   Scheduler scheduler_;
   ThreadPool threads_;
+  Speculation spec_;
   Inbox inbox_;
   EngineStatus status_;
   std::unordered_map<SeqId, std::unique_ptr<Request>> requests_;

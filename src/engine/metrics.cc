@@ -209,6 +209,28 @@ std::string render_prometheus(const EngineMetrics& m, const EngineGauges& g,
   counter(out, "shrike_engine_steps_total", "Engine steps that ran the model.", load(m.steps));
   counter(out, "shrike_batch_tokens_total", "Tokens computed over all engine steps.",
           load(m.batch_tokens));
+  counter(out, "shrike_spec_steps_total",
+          "Speculative verification steps (one per speculating sequence per engine step).",
+          load(m.spec_steps));
+  counter(out, "shrike_spec_proposed_tokens_total", "Draft tokens proposed for verification.",
+          load(m.spec_proposed));
+  counter(out, "shrike_spec_accepted_tokens_total", "Draft tokens the target accepted.",
+          load(m.spec_accepted));
+  {
+    const double proposed = double(load(m.spec_proposed)), steps = double(load(m.spec_steps));
+    const double draft = double(load(m.spec_draft_ns)), fwd = double(load(m.forward_ns));
+    const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
+    family(out, "shrike_spec_acceptance_rate", "gauge",
+           "Accepted / proposed draft tokens since the start.");
+    sample(out, "shrike_spec_acceptance_rate", "", ratio(double(load(m.spec_accepted)), proposed));
+    family(out, "shrike_spec_mean_accepted_tokens", "gauge",
+           "Draft tokens accepted per verification step since the start.");
+    sample(out, "shrike_spec_mean_accepted_tokens", "",
+           ratio(double(load(m.spec_accepted)), steps));
+    family(out, "shrike_spec_draft_time_share", "gauge",
+           "Drafting time / (drafting + target forward passes) since the start.");
+    sample(out, "shrike_spec_draft_time_share", "", ratio(draft, draft + fwd));
+  }
   counter(out, "shrike_prefix_cache_queried_tokens_total",
           "Prompt tokens looked up in the prefix cache.", g.prefix_queried_tokens);
   counter(out, "shrike_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache.",

@@ -56,6 +56,10 @@ struct EngineMetrics {
   std::atomic<int64_t> timed_out{0};     // deadline passed (also counted in finished)
   std::atomic<int64_t> steps{0};         // engine steps that ran the model
   std::atomic<int64_t> batch_tokens{0};  // tokens computed over all steps
+  // Speculative decoding: verification steps (one per speculating sequence per engine step),
+  // draft tokens proposed and accepted, and where the time went (drafting, target passes).
+  std::atomic<int64_t> spec_steps{0}, spec_proposed{0}, spec_accepted{0};
+  std::atomic<int64_t> spec_draft_ns{0}, forward_ns{0};
 };
 
 // Values read at scrape time.

@@ -55,6 +55,10 @@ struct StreamEvent {
   // Usage, filled on the last event.
   int64_t prompt_tokens = 0, completion_tokens = 0, cached_prompt_tokens = 0;
   int64_t model_steps = 0;  // forward passes that computed some of this request's tokens
+  // Speculative decoding (when the engine speculates): draft tokens proposed for this request
+  // and accepted by the target.
+  bool speculative = false;
+  int64_t spec_proposed = 0, spec_accepted = 0;
 };
 
 // One request's output channel, shared by the engine (producer) and the submitter (consumer).

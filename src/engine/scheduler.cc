@@ -71,6 +71,14 @@ StepPlan Scheduler::schedule_continuous(Clock::time_point /*now*/) {
   StepPlan plan;
   int64_t budget = config_.max_batch_tokens;
   plan_running(plan, budget);
+  // Drafts of sequences the budget did not reach are dropped: they are planned with their
+  // sampled token or not at all.
+  for (SeqId id : running_) {
+    SeqInfo& seq = get(id);
+    if (seq.n_draft > 0 && std::none_of(plan.items.begin(), plan.items.end(),
+                                        [&](const PlanItem& item) { return item.id == id; }))
+      drop_draft(seq);
+  }
   // Admission, first come first served. Not in a step that preempted: the pool is short, and
   // the sequence just preempted would be re-admitted at once.
   if (plan.preempted.empty()) admit_waiting(plan, budget);
@@ -98,6 +106,13 @@ void Scheduler::plan_running(StepPlan& plan, int64_t& budget) {
       fail(seq, plan);
       continue;
     }
+    // Drafts go all together or not at all (their rows are verified together), and never take
+    // blocks that would need a preemption.
+    if (seq.n_draft > 0 && (remaining > budget || blocks_for(known) - int64_t(seq.table.size()) >
+                                                      pool_.available_blocks())) {
+      drop_draft(seq);
+      continue;  // looked at again with its one token
+    }
     // A prefill chunk shrinks to what the pool can hold rather than preempting anyone; only a
     // sequence that cannot take a single token preempts, newest first (possibly itself).
     int64_t n = 0;
@@ -119,7 +134,8 @@ void Scheduler::plan_running(StepPlan& plan, int64_t& budget) {
     if (!seq.table.ensure(pool_, seq.n_computed + n)) {
       throw std::logic_error("scheduler: pool refused blocks it reported available");
     }
-    plan.items.push_back({seq.id, seq.n_computed, n, seq.n_computed + n == known});
+    plan.items.push_back(
+        {seq.id, seq.n_computed, n, seq.n_computed + n == known, n == remaining ? seq.n_draft : 0});
     budget -= n;
     ++i;
   }
@@ -209,7 +225,10 @@ void Scheduler::commit(const StepPlan& plan) {
                              " does not match its state (committed twice?)");
     }
     seq.n_computed = end;
-    if (caching()) seq.table.register_full_blocks(pool_, seq.tokens.data(), seq.n_computed);
+    // Drafts stay out of the prefix cache until accepted (a rejected position's content must
+    // never be found there).
+    const int64_t settled = std::min(seq.n_computed, int64_t(seq.tokens.size()) - seq.n_draft);
+    if (caching()) seq.table.register_full_blocks(pool_, seq.tokens.data(), settled);
   }
 }
 
@@ -233,6 +252,32 @@ void Scheduler::append_forced(SeqId id, std::span<const int32_t> tokens) {
   seq.tokens.insert(seq.tokens.end(), tokens.begin(), tokens.end());
 }
 
+bool Scheduler::add_draft(SeqId id, std::span<const int32_t> draft) {
+  const auto it = seqs_.find(id);
+  if (it == seqs_.end() || draft.empty()) return false;
+  SeqInfo& seq = *it->second;
+  const int64_t known = int64_t(seq.tokens.size());
+  if (seq.state != SeqState::Running || seq.n_draft != 0 || seq.n_computed != known - 1 ||
+      known + int64_t(draft.size()) > seq.max_len || config_.mode != BatchingMode::Continuous)
+    return false;
+  seq.tokens.insert(seq.tokens.end(), draft.begin(), draft.end());
+  seq.n_draft = int64_t(draft.size());
+  return true;
+}
+
+void Scheduler::drop_draft(SeqInfo& seq) {
+  seq.tokens.resize(seq.tokens.size() - size_t(seq.n_draft));
+  seq.n_draft = 0;
+}
+
+void Scheduler::push_token(SeqId id, int32_t token) {
+  const auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  if (it->second->state != SeqState::Running || it->second->n_draft != 0)
+    throw std::logic_error("scheduler: push_token on a sequence that is not running");
+  it->second->tokens.push_back(token);
+}
+
 void Scheduler::finish(SeqId id) {
   const auto it = seqs_.find(id);
   if (it == seqs_.end()) return;
@@ -250,6 +295,7 @@ kv::Truncation Scheduler::truncate(SeqId id, int64_t n_tokens) {
     throw std::invalid_argument("scheduler: cannot truncate sequence " + std::to_string(id) +
                                 " to " + std::to_string(n_tokens) + " tokens");
   seq.tokens.resize(size_t(n_tokens));
+  seq.n_draft = 0;                             // what is kept is accepted
   if (config_.mode == BatchingMode::Static) {  // blocks stay reserved for max_len, never shared
     seq.n_computed = std::min(seq.n_computed, n_tokens);
     return {seq.n_computed};
@@ -283,6 +329,7 @@ void Scheduler::release_blocks(SeqInfo& seq) {
 }
 
 void Scheduler::preempt(SeqInfo& seq, StepPlan& plan) {
+  drop_draft(seq);
   release_blocks(seq);
   erase_id(running_, seq.id);
   seq.state = SeqState::Waiting;
@@ -294,6 +341,7 @@ void Scheduler::preempt(SeqInfo& seq, StepPlan& plan) {
 }
 
 void Scheduler::fail(SeqInfo& seq, StepPlan& plan) {
+  drop_draft(seq);
   release_blocks(seq);
   erase_id(waiting_, seq.id);
   erase_id(running_, seq.id);

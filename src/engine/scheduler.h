@@ -58,7 +58,10 @@ struct SeqInfo {
   int64_t max_len = 0;          // prompt_len + max_tokens, at most context_length
   int64_t n_computed = 0;       // leading positions whose keys/values are in the cache
   int64_t n_cached_prompt = 0;  // prompt positions found in the prefix cache at first admission
-  kv::BlockTable table;         // position p lives in table.blocks()[p / block_size]
+  // Speculative decoding: the last n_draft tokens are drafts (add_draft), planned all together or
+  // not at all, and never registered in the prefix cache (they may be rejected).
+  int64_t n_draft = 0;
+  kv::BlockTable table;  // position p lives in table.blocks()[p / block_size]
   Clock::time_point arrival{};
   SeqState state = SeqState::Waiting;
   int64_t preemptions = 0;
@@ -70,6 +73,9 @@ struct PlanItem {
   int64_t pos0 = 0;      // first position computed (== n_computed before the step)
   int64_t n_tokens = 0;  // tokens[pos0 .. pos0 + n_tokens) are computed
   bool samples = false;  // pos0 + n_tokens == tokens.size(): the last logits choose a new token
+  // Drafts among the tokens (the last n_draft): their rows and the row before them are verified,
+  // so 1 + n_draft logit rows are wanted.
+  int64_t n_draft = 0;
 };
 
 struct StepPlan {
@@ -115,6 +121,12 @@ class Scheduler {
   // sequence is running.
   void append_forced(SeqId id, std::span<const int32_t> tokens);
 
+  // Speculative decoding: appends draft tokens to a decoding sequence (its only uncomputed token
+  // is the last sampled one; no drafts yet). The next plan takes the sampled token and all the
+  // drafts, or drops the drafts (budget or blocks short, preemption). Returns false (and adds
+  // nothing) when the sequence cannot take them: not decoding, or past max_len.
+  bool add_draft(SeqId id, std::span<const int32_t> draft);
+
   // Removes a sequence in any state (finished, cancelled, expired), releasing its blocks now.
   // Unknown ids are ignored.
   void finish(SeqId id);
@@ -126,13 +138,17 @@ class Scheduler {
   // that block's memory (kv::KvStorage::copy_block) before the next step writes into it. If the
   // copy found no block the sequence recomputes the partly kept block's positions. When all kept
   // tokens were computed, the caller then append_token()s the one sampled after the last of them
-  // (speculative decoding's bonus token).
+  // (speculative decoding's bonus token); otherwise push_token() it.
   kv::Truncation truncate(SeqId id, int64_t n_tokens);
+  // Appends a token after a truncate() that kept fewer computed positions than tokens (the copy
+  // of a shared block found no free block): the lost positions are recomputed with it.
+  void push_token(SeqId id, int32_t token);
 
   const SeqInfo* find(SeqId id) const;
   int64_t n_waiting() const { return int64_t(waiting_.size()); }
   int64_t n_running() const { return int64_t(running_.size()); }
   bool idle() const { return waiting_.empty() && running_.empty(); }
+  const std::vector<SeqId>& running() const { return running_; }
   int64_t total_preemptions() const { return preemptions_; }
   // Static mode: when the waiting sequences will form a batch even if no more arrive (the engine
   // sleeps until then); Clock::time_point::max() when nothing waits or a batch is running.
@@ -146,6 +162,7 @@ class Scheduler {
   void plan_running(StepPlan& plan, int64_t& budget);
   void admit_waiting(StepPlan& plan, int64_t& budget);
   void release_blocks(SeqInfo& seq);
+  static void drop_draft(SeqInfo& seq);
   void preempt(SeqInfo& seq, StepPlan& plan);
   // Takes a sequence that can never run out of the running/waiting lists, releases its blocks and
   // lists it in plan.failed; it stays findable until the caller finish()es it.

@@ -307,6 +307,11 @@ TEST(Metrics, RenderedTextParsesAndHoldsEveryValue) {
   m.timed_out = 2;
   m.steps = 99;
   m.batch_tokens = 4321;
+  m.spec_steps = 10;
+  m.spec_proposed = 40;
+  m.spec_accepted = 30;
+  m.spec_draft_ns = 1000;
+  m.forward_ns = 3000;
   EngineGauges g;
   g.running = 5;
   g.waiting = 6;
@@ -354,8 +359,18 @@ TEST(Metrics, RenderedTextParsesAndHoldsEveryValue) {
       {"shrike_kv_cache_bytes_used", "gauge"},
       {"shrike_kv_cache_f16_copy_bytes", "gauge"},
       {"shrike_kv_cache_tokens_used", "gauge"},
-      {"shrike_kv_cache_bytes_per_token", "gauge"}};
+      {"shrike_kv_cache_bytes_per_token", "gauge"},
+      {"shrike_spec_steps_total", "counter"},
+      {"shrike_spec_proposed_tokens_total", "counter"},
+      {"shrike_spec_accepted_tokens_total", "counter"},
+      {"shrike_spec_acceptance_rate", "gauge"},
+      {"shrike_spec_mean_accepted_tokens", "gauge"},
+      {"shrike_spec_draft_time_share", "gauge"}};
   EXPECT_EQ(e.type, families);
+  EXPECT_DOUBLE_EQ(find(e, "shrike_spec_acceptance_rate")->value, 0.75);
+  EXPECT_DOUBLE_EQ(find(e, "shrike_spec_mean_accepted_tokens")->value, 3.0);
+  EXPECT_DOUBLE_EQ(find(e, "shrike_spec_draft_time_share")->value, 0.25);
+  EXPECT_EQ(find(e, "shrike_spec_proposed_tokens_total")->raw_value, "40");
   for (const auto& [name, help] : e.help) EXPECT_GT(help.size(), 5u) << name;
 
   // Histogram: le=0.001 holds 0.0005 and the boundary value 0.001; 0.003 joins at 0.005.

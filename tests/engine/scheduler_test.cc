@@ -312,6 +312,53 @@ TEST(Scheduler, TruncateIntoABlockAnotherSequenceSharesCopiesIt) {
   EXPECT_EQ(e.pool.blocks_in_use(), 0);
 }
 
+// Speculative drafts: planned with the sampled token they follow (one verified item), never
+// registered in the prefix cache, dropped whole when the budget cannot take them.
+TEST(Scheduler, DraftsArePlannedWholeAndKeptOutOfThePrefixCache) {
+  FakeEngine e(continuous(64), 64, 16);
+  ASSERT_TRUE(e.add(1, range(0, 14), 40));
+  e.step();  // the prompt; the first output token is now pending
+  const std::vector<int32_t> draft{7, 8, 9, 10};
+  EXPECT_FALSE(e.sched.add_draft(2, draft));  // unknown
+  ASSERT_TRUE(e.sched.add_draft(1, draft));
+  EXPECT_FALSE(e.sched.add_draft(1, draft));  // already has drafts
+  StepPlan plan = e.sched.schedule(e.now);
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].n_tokens, 5);
+  EXPECT_EQ(plan.items[0].n_draft, 4);
+  EXPECT_TRUE(plan.items[0].samples);
+  e.sched.commit(plan);
+  const SeqInfo* s = e.sched.find(1);
+  EXPECT_EQ(s->n_computed, 19);
+  EXPECT_EQ(s->table.hashes().size(), 0u);  // block 0 is full, but of drafts in part
+  // One draft accepted: 16 positions kept, block 0 now settled and registered at the next commit.
+  e.sched.truncate(1, 16);
+  EXPECT_EQ(s->n_draft, 0);
+  EXPECT_EQ(s->n_computed, 16);
+  e.sched.append_token(1, 11);
+  plan = e.sched.schedule(e.now);
+  e.sched.commit(plan);
+  EXPECT_EQ(s->table.hashes().size(), 1u);
+  e.sched.append_token(1, 12);
+
+  // A budget too small for the drafts: they are dropped, the sampled token alone is planned.
+  FakeEngine small(continuous(3), 64, 16);
+  ASSERT_TRUE(small.add(1, range(0, 3), 40));
+  small.step();
+  ASSERT_TRUE(small.sched.add_draft(1, draft));
+  plan = small.sched.schedule(small.now);
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].n_tokens, 1);
+  EXPECT_EQ(plan.items[0].n_draft, 0);
+  EXPECT_EQ(small.sched.find(1)->tokens.size(), 4u);
+  // Past max_len: refused.
+  FakeEngine tight(continuous(64), 64, 16);
+  ASSERT_TRUE(tight.add(1, range(0, 3), 2));
+  tight.step();
+  EXPECT_FALSE(tight.sched.add_draft(1, draft));
+  EXPECT_TRUE(tight.sched.add_draft(1, std::vector<int32_t>{5}));
+}
+
 TEST(Scheduler, MaxSeqsIsRespected) {
   FakeEngine e(continuous(1024, 3), 256, 16);
   for (SeqId id = 0; id < 7; ++id) ASSERT_TRUE(e.add(id, range(int32_t(id * 100), 9), 5 + id));

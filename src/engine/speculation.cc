@@ -1,0 +1,253 @@
+#include "engine/speculation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+namespace shrike::engine {
+namespace {
+
+// A sequence whose drafts are almost never accepted at the shortest length stops speculating
+// for a while (a 2-row step costs more than a 1-row one), then tries again.
+constexpr double kPauseBelow = 0.1;
+constexpr int32_t kPauseSteps = 16;
+
+int32_t argmax(const float* x, int64_t n) {
+  return int32_t(std::max_element(x, x + n) - x);
+}
+
+}  // namespace
+
+bool needs_batch_invariance(const model::Model& target) {
+  const DType t = target.weights().layers.front().wq.type();
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
+
+const char* spec_mode_name(SpecMode m) {
+  switch (m) {
+    case SpecMode::Off:
+      return "off";
+    case SpecMode::Ngram:
+      return "ngram";
+    case SpecMode::Draft:
+      return "draft";
+  }
+  return "?";
+}
+
+SpecMode parse_spec_mode(const std::string& s) {
+  if (s == "off") return SpecMode::Off;
+  if (s == "ngram") return SpecMode::Ngram;
+  if (s == "draft") return SpecMode::Draft;
+  throw std::invalid_argument("speculation: unknown mode '" + s + "' (off, ngram, draft)");
+}
+
+std::string SpeculativeConfig::error(const model::Model& target) const {
+  if (max_k < 1 || max_k > 16) return "spec-k must be in [1, 16]";
+  if (max_batch_tokens < 1) return "the speculation batch limit must be >= 1";
+  if (mode != SpecMode::Draft) return {};
+  if (draft == nullptr) return "speculation with a draft model needs --draft MODEL";
+  if (draft->config().vocab_size != target.config().vocab_size)
+    return "the draft model's vocabulary (" + std::to_string(draft->config().vocab_size) +
+           ") differs from the target's (" + std::to_string(target.config().vocab_size) + ")";
+  return {};
+}
+
+Speculation::Seq::Seq(const decode::SamplerParams& p, const decode::AdaptiveDraftOptions& o)
+    : adaptive(o),
+      draft_sampler([&] {
+        decode::SamplerParams d = p;
+        d.seed = p.seed ^ 0x9e3779b97f4a7c15ull;  // its own stream of draws
+        d.logprobs = false;
+        d.top_logprobs = 0;
+        return d;
+      }()),
+      greedy(decode::Sampler(p).greedy()) {}
+
+Speculation::Speculation(const SpeculativeConfig& config, const model::Model& target,
+                         ThreadPool& threads)
+    : config_(config), target_(target), threads_(threads) {
+  if (const std::string e = config_.error(target); !e.empty()) throw std::invalid_argument(e);
+}
+
+void Speculation::add(SeqId id, const decode::SamplerParams& params) {
+  if (!enabled()) return;
+  decode::AdaptiveDraftOptions o;
+  o.max_k = config_.max_k;
+  o.initial_k = std::min(o.initial_k, o.max_k);
+  seqs_.try_emplace(id, params, o);
+}
+
+void Speculation::remove(SeqId id) {
+  const auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  totals_.stats.steps += it->second.stats.steps;
+  totals_.stats.proposed += it->second.stats.proposed;
+  totals_.stats.accepted += it->second.stats.accepted;
+  seqs_.erase(it);
+}
+
+const decode::SpeculativeStats& Speculation::stats(SeqId id) const {
+  static const decode::SpeculativeStats none;
+  const auto it = seqs_.find(id);
+  return it == seqs_.end() ? none : it->second.stats;
+}
+
+std::vector<std::pair<SeqId, int32_t>> Speculation::allot(const Scheduler& sched) {
+  std::vector<std::pair<SeqId, int32_t>> out;
+  if (sched.n_waiting() > 0) return out;  // a prefill is coming: the step is not small
+  int64_t batch_tokens = 0;
+  for (SeqId id : sched.running()) {
+    const SeqInfo& info = *sched.find(id);
+    batch_tokens += int64_t(info.tokens.size()) - info.n_computed;
+  }
+  if (!decode::should_speculate(batch_tokens, config_.max_batch_tokens)) return out;
+  int64_t budget = decode::draft_token_budget(batch_tokens, config_.max_batch_tokens);
+  for (SeqId id : sched.running()) {
+    const SeqInfo& info = *sched.find(id);
+    const auto it = seqs_.find(id);
+    const int64_t known = int64_t(info.tokens.size());
+    if (budget <= 0) break;
+    if (it == seqs_.end() || info.n_draft != 0 || info.n_computed != known - 1) continue;
+    Seq& s = it->second;
+    if (s.pause > 0) {
+      --s.pause;
+      continue;
+    }
+    int64_t k = std::min({int64_t(s.adaptive.k()), info.max_len - known, budget});
+    // The draft model computes positions up to known + k - 2, within its own context.
+    if (config_.mode == SpecMode::Draft) k = std::min(k, draft_capacity(info) - known + 1);
+    if (k <= 0) continue;
+    out.push_back({id, int32_t(k)});
+    budget -= k;
+  }
+  return out;
+}
+
+int64_t Speculation::draft_capacity(const SeqInfo& info) const {
+  return std::min(info.max_len, config_.draft->config().context_length);
+}
+
+double Speculation::propose(Scheduler& sched) {
+  if (!enabled()) return 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto allotted = allot(sched);
+  if (allotted.empty()) return 0;
+  try {
+    if (config_.mode == SpecMode::Ngram)
+      propose_ngram(sched, allotted);
+    else
+      propose_draft(sched, allotted);
+  } catch (const std::exception&) {
+    // Drafting is optional: a failed draft pass only costs this step its drafts (the draft
+    // caches go back to settled tokens in planned()).
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  totals_.draft_seconds += s;
+  return s;
+}
+
+void Speculation::propose_ngram(Scheduler& sched,
+                                const std::vector<std::pair<SeqId, int32_t>>& allotted) {
+  for (const auto& [id, k] : allotted) {
+    Seq& s = seqs_.at(id);
+    const std::vector<int32_t>& tokens = sched.find(id)->tokens;
+    // The proposer sees settled tokens only (prompt and emitted), so it never rolls back.
+    const size_t have = s.ngram.tokens().size();
+    if (have < tokens.size())
+      s.ngram.append(std::span<const int32_t>(tokens.data() + have, tokens.size() - have));
+    const std::vector<int32_t> draft = s.ngram.propose(k);
+    if (!draft.empty()) sched.add_draft(id, draft);
+  }
+}
+
+int32_t Speculation::draw(Seq& s, float* logits, int32_t i, const SeqInfo& info) {
+  const int64_t n_vocab = target_.config().vocab_size;
+  if (s.greedy) return argmax(logits, n_vocab);  // greedy verification needs no q
+  // Sampling: q is the draft's distribution under the request's own processing.
+  const std::span<const int32_t> prompt(info.tokens.data(), size_t(info.prompt_len));
+  const std::span<const int32_t> output(info.tokens.data() + info.prompt_len,
+                                        info.tokens.size() - size_t(info.prompt_len));
+  s.draft_sampler.probabilities(logits, n_vocab, prompt, output, &probs_);
+  float* q = s.draft_probs.data() + size_t(i) * size_t(n_vocab);
+  std::fill(q, q + n_vocab, 0.0f);
+  for (const auto& tp : probs_) q[tp.token] = float(tp.prob);
+  double u = std::uniform_real_distribution<double>(0.0, 1.0)(s.draft_sampler.generator());
+  for (const auto& tp : probs_) {
+    u -= tp.prob;
+    if (u < 0) return tp.token;
+  }
+  return probs_.back().token;
+}
+
+void Speculation::propose_draft(Scheduler& sched,
+                                const std::vector<std::pair<SeqId, int32_t>>& allotted) {
+  const model::Model& draft = *config_.draft;
+  const int64_t n_vocab = target_.config().vocab_size;
+  std::vector<std::vector<int32_t>> drafts(allotted.size());
+  std::vector<model::BatchSequence> batch;
+  std::vector<size_t> member;  // batch entry -> index in allotted
+  for (int32_t i = 0;; ++i) {
+    batch.clear();
+    member.clear();
+    for (size_t a = 0; a < allotted.size(); ++a) {
+      const auto& [id, k] = allotted[a];
+      if (i >= k) continue;
+      Seq& s = seqs_.at(id);
+      const SeqInfo& info = *sched.find(id);
+      const int64_t known = int64_t(info.tokens.size());
+      if (i == 0) {  // catch up with the settled tokens the draft has not seen
+        if (!s.draft_kv)
+          s.draft_kv = std::make_unique<kv::ContiguousKvCache>(
+              draft.config().n_layers, draft_capacity(info), draft.config().n_kv_heads,
+              draft.config().head_dim);
+        s.draft_kv->truncate(known - 1);  // never ahead of the settled tokens
+        if (!s.greedy) s.draft_probs.resize(size_t(k) * size_t(n_vocab));
+        const int64_t from = s.draft_kv->n_positions();
+        batch.push_back({info.tokens.data() + from, known - from, from, s.draft_kv.get(), 1});
+      } else {
+        batch.push_back({&drafts[a][size_t(i - 1)], 1, known + i - 1, s.draft_kv.get(), 1});
+      }
+      member.push_back(a);
+    }
+    if (batch.empty()) break;
+    logits_.resize(batch.size() * size_t(n_vocab));
+    draft.forward_batch(batch.data(), int64_t(batch.size()), logits_.data(), threads_, scratch_);
+    for (size_t b = 0; b < batch.size(); ++b) {
+      const size_t a = member[b];
+      Seq& s = seqs_.at(allotted[a].first);
+      drafts[a].push_back(
+          draw(s, logits_.data() + b * size_t(n_vocab), i, *sched.find(allotted[a].first)));
+    }
+  }
+  for (size_t a = 0; a < allotted.size(); ++a) sched.add_draft(allotted[a].first, drafts[a]);
+}
+
+void Speculation::planned(const Scheduler& sched) {
+  if (config_.mode != SpecMode::Draft) return;
+  // A draft cache may hold positions of drafts the scheduler dropped: back to settled tokens.
+  for (auto& [id, s] : seqs_) {
+    if (!s.draft_kv) continue;
+    const SeqInfo* info = sched.find(id);
+    if (info == nullptr || info->n_draft > 0) continue;
+    s.draft_kv->truncate(std::max<int64_t>(0, int64_t(info->tokens.size()) - 1));
+  }
+}
+
+decode::Verification Speculation::verify(SeqId id, decode::Sampler& sampler, float* rows,
+                                         int64_t n_vocab, std::span<const int32_t> draft,
+                                         std::span<const int32_t> prompt,
+                                         std::span<const int32_t> output, int64_t settled) {
+  Seq& s = seqs_.at(id);
+  const float* q = config_.mode == SpecMode::Draft && !s.greedy ? s.draft_probs.data() : nullptr;
+  decode::Verification v = decode::verify(sampler, draft, q, rows, n_vocab, prompt, output);
+  s.stats.add(int32_t(draft.size()), v.accepted);
+  s.adaptive.update(int32_t(draft.size()), v.accepted);
+  if (s.adaptive.k() == 1 && s.adaptive.acceptance_rate() < kPauseBelow) s.pause = kPauseSteps;
+  // The draft cache keeps the positions whose tokens were accepted (settled + accepted).
+  if (s.draft_kv) s.draft_kv->truncate(settled + v.accepted);
+  return v;
+}
+
+}  // namespace shrike::engine
