@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/kv_options.h"
+#include "cli/spec_run.h"
 #include "kernels/isa.h"
 #include "kv/contiguous_kv.h"
 #include "model_bench/model_bench.h"
@@ -27,11 +28,15 @@ struct BenchArgs {
   bool roofline = false, json = false;
   KvCacheArgs kv_args{"f32", {}};
   kv::KvCacheOptions kv;
+  SpecArgs spec;
+  std::vector<std::string> spec_prompts;
 };
 
 int run_bench(BenchArgs a) {
   resolve_kv_cache_options(a.kv_args, a.kv);
   auto m = model::load_model(a.model);
+  if (a.spec.mode != "off")  // speculative generation against plain, through the engine
+    return run_spec_bench(*m, a.spec, {a.model, a.spec_prompts, a.n, a.threads, a.repeats, a.json});
   ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
   model_bench::ModelBenchOptions opt;
   opt.prompt_lengths = a.prompts;
@@ -117,6 +122,9 @@ Runner add_bench(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   app.add_option("--spec-context", a->verify_context, "positions before the verify steps (128)")
       ->check(CLI::PositiveNumber);
+  add_spec_options(app, a->spec);
+  app.add_option("--spec-prompts", a->spec_prompts,
+                 "with --spec: prompts to generate from (default: built-in input-grounded ones)");
   app.add_flag("--roofline", a->roofline,
                "also measure read bandwidth and decode's fraction of it");
   app.add_flag("--json", a->json, "print one JSON object");

@@ -10,6 +10,7 @@
 #include "cli/generate_constrained.h"
 #include "cli/kv_options.h"
 #include "cli/model_files.h"
+#include "cli/spec_run.h"
 #include "core/thread_pool.h"
 #include "decode/sampler.h"
 #include "kv/contiguous_kv.h"
@@ -28,16 +29,47 @@ struct GenerateArgs {
   ConstraintArgs constraint;
   KvCacheArgs kv_args{"f32", {}};
   kv::KvCacheOptions kv;
+  SpecArgs spec;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// With speculation: the request goes through the serving engine (one sequence), which proposes,
+// verifies and rolls back; the text streams as the engine emits it.
+int run_generate_speculative(const GenerateArgs& a, const model::Model& model,
+                             const tokenizer::Tokenizer& tok) {
+  std::unique_ptr<model::Model> draft;
+  const engine::SpeculativeConfig spec = resolve_spec_options(a.spec, model, draft);
+  engine::EngineConfig ec = single_stream_config(a.threads, spec);
+  ec.kv = a.kv;
+  engine::Engine e(model, tok, ec);
+  engine::GenerationRequest req;
+  req.prompt = tok.encode(a.prompt, model.config().add_bos);
+  if (req.prompt.empty()) req.prompt.push_back(model.config().bos_id);
+  req.max_tokens = std::max<int64_t>(1, a.n);
+  req.sampling = a.sampling;
+  const EngineRun run = run_one(e, req, [](const std::string& text) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  });
+  std::printf("\n");
+  const double decode_s = run.seconds - run.first_token_seconds;
+  std::fprintf(stderr,
+               "decode: %zu tokens, %.1f tok/s after the first | speculative %s: %lld of %lld "
+               "drafts accepted\n",
+               run.tokens.size(),
+               run.tokens.size() > 1 ? double(run.tokens.size() - 1) / decode_s : 0.0,
+               a.spec.mode.c_str(), (long long)run.accepted, (long long)run.proposed);
+  return 0;
+}
+
 int run_generate(GenerateArgs a) {
   resolve_kv_cache_options(a.kv_args, a.kv);
   auto model = model::load_model(a.model);
   const auto tok = load_tokenizer(a.model, a.tokenizer, model->config().vocab_size);
+  if (a.spec.mode != "off") return run_generate_speculative(a, *model, *tok);
   const auto& c = model->config();
   ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
 
@@ -129,6 +161,7 @@ Runner add_generate(CLI::App& app) {
   add_kv_cache_options(app, a->kv_args, a->kv,
                        "KV cache: f32 | f16 | int8 | int8-mixed (int8 with f16 sinks, recent "
                        "window, heavy hitters and --kv-fp16-layers)");
+  add_spec_options(app, a->spec);
   return [a] { return run_generate(*a); };
 }
 

@@ -25,6 +25,7 @@
 #include "cli/commands.h"
 #include "cli/kv_options.h"
 #include "cli/model_files.h"
+#include "cli/spec_options.h"
 #include "core/dtype.h"
 #include "core/file_buffer.h"
 #include "data/task_definition.h"
@@ -50,6 +51,7 @@ struct ServeArgs {
   bool no_task_schema = false;
   double drain_timeout_s = 30;
   double max_body_mb = 8;
+  SpecArgs spec;
 };
 
 // Signals arrive as bytes on a pipe (the handler does nothing else, as async-signal safety
@@ -179,6 +181,13 @@ std::map<std::string, std::string> serving_options(const ServeArgs& a, const mod
       {"prefix_cache", c.scheduler.prefix_caching ? "on" : "off"},
       {"context_length", std::to_string(e.context_length())}};
   if (is_static) o["batch_size"] = std::to_string(c.scheduler.batch_size);
+  o["speculative"] = engine::spec_mode_name(c.spec.mode);
+  if (c.spec.enabled()) {
+    o["spec_k"] = std::to_string(c.spec.max_k);
+    if (c.spec.mode == engine::SpecMode::Draft)
+      o["draft_model"] = std::filesystem::path(a.spec.draft).filename().string();
+    o["batch_invariant"] = c.batch_invariant ? "on" : "off";
+  }
   return o;
 }
 
@@ -214,6 +223,7 @@ int run_serve(ServeArgs a) {
 
   std::unique_ptr<model::Model> model;
   std::unique_ptr<tokenizer::Tokenizer> tok;
+  std::unique_ptr<model::Model> draft;  // --spec draft; outlives the engine
   std::unique_ptr<engine::Engine> engine;
   {
     Finish finish_on_error{http, signals, server_thread, watcher};
@@ -239,6 +249,7 @@ int run_serve(ServeArgs a) {
     } else {
       a.engine.scheduler.context_length = model->config().context_length;
     }
+    a.engine.spec = resolve_spec_options(a.spec, *model, draft);
     engine = std::make_unique<engine::Engine>(*model, *tok, a.engine);
     if (auto task = read_task(a.model)) {
       std::fprintf(stderr,
@@ -248,6 +259,12 @@ int run_serve(ServeArgs a) {
                                     : "constrained to the task's schema by default");
       http.set_task(std::move(task), !a.no_task_schema);
     }
+    if (a.engine.spec.enabled())
+      std::fprintf(stderr,
+                   "shrike serve: speculative decoding %s, k <= %d, below %lld tokens per step%s\n",
+                   engine::spec_mode_name(a.engine.spec.mode), a.engine.spec.max_k,
+                   (long long)a.engine.spec.max_batch_tokens,
+                   engine->config().batch_invariant ? ", batch-invariant products" : "");
     http.attach(*engine, format, serving_options(a, *model, *engine));
     std::fprintf(stderr, "shrike serve: model '%s' (%s), context %lld, chat format %s\n",
                  a.server.model_name.c_str(), model->describe().c_str(),
@@ -336,6 +353,7 @@ Runner add_serve(CLI::App& app) {
       "step through tokens a constraint forces, one model call each (same output)");
   app.add_flag("--batch-invariant", a->engine.batch_invariant,
                "float weights: outputs independent of what else is batched (slower alone)");
+  add_spec_options(app, a->spec);
   app.add_option("--drain-timeout", a->drain_timeout_s,
                  "seconds SIGTERM waits for running requests before exiting")
       ->check(CLI::NonNegativeNumber)

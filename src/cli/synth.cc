@@ -1,9 +1,10 @@
 // `shrike synth`: a random-weight Llama model of any shape, as GGUF.
+#include "model/synth.h"
+
 #include <cstdio>
 #include <memory>
 
 #include "cli/commands.h"
-#include "model/synth.h"
 
 namespace shrike::cli {
 
@@ -14,7 +15,8 @@ Runner add_synth(CLI::App& app) {
   app.add_option("--dim", o->dim, "embedding width")->required()->check(CLI::PositiveNumber);
   app.add_option("--layers", o->n_layers, "decoder blocks")->required()->check(CLI::PositiveNumber);
   app.add_option("--heads", o->n_heads, "attention heads")->required()->check(CLI::PositiveNumber);
-  app.add_option("--kv-heads", o->n_kv_heads, "key/value heads (default: --heads)")->check(CLI::PositiveNumber);
+  app.add_option("--kv-heads", o->n_kv_heads, "key/value heads (default: --heads)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--ffn", o->ffn_dim, "feed-forward width")->required()->check(CLI::PositiveNumber);
   app.add_option("--vocab", o->vocab, "vocabulary size")->check(CLI::PositiveNumber);
   app.add_option("--vocab-from", o->vocab_from, "copy the tokenizer from this GGUF");

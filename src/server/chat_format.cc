@@ -89,8 +89,7 @@ std::string render_gemma(const std::vector<ChatMessage>& messages) {
   return out + "<start_of_turn>model\n";
 }
 
-constexpr const char* kDeepSeekEos =
-    "<｜end▁of▁sentence｜>";
+constexpr const char* kDeepSeekEos = "<｜end▁of▁sentence｜>";
 constexpr const char* kDeepSeekUser = "<｜User｜>";
 constexpr const char* kDeepSeekAssistant = "<｜Assistant｜>";
 

@@ -115,7 +115,8 @@ void append_logprobs(const tokenizer::Tokenizer& tok, const engine::StreamEvent&
 }
 
 Usage usage_of(const engine::StreamEvent& ev) {
-  return {ev.prompt_tokens, ev.completion_tokens, ev.cached_prompt_tokens};
+  return {ev.prompt_tokens, ev.completion_tokens, ev.cached_prompt_tokens,
+          ev.speculative,   ev.spec_proposed,     ev.spec_accepted};
 }
 
 // One streaming response: owns the engine stream and ends the request if the response goes away

@@ -705,10 +705,13 @@ json logprobs_json(Endpoint endpoint, const std::vector<LogprobEntry>& entries) 
 }
 
 json usage_json(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}}};
+  json j = {{"prompt_tokens", u.prompt_tokens},
+            {"completion_tokens", u.completion_tokens},
+            {"total_tokens", u.prompt_tokens + u.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}}};
+  if (u.speculative)
+    j["speculative"] = {{"proposed", u.spec_proposed}, {"accepted", u.spec_accepted}};
+  return j;
 }
 
 json envelope(const ResponseMeta& meta, const char* object) {

@@ -109,6 +109,9 @@ struct LogprobEntry {
 
 struct Usage {
   int64_t prompt_tokens = 0, completion_tokens = 0, cached_prompt_tokens = 0;
+  // An extension, present when the server speculates: usage.speculative {proposed, accepted}.
+  bool speculative = false;
+  int64_t spec_proposed = 0, spec_accepted = 0;
 };
 
 // What every response and chunk of one request shares.

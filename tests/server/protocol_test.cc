@@ -376,6 +376,12 @@ TEST(Responses, CompletionShape) {
   EXPECT_EQ(j["usage"]["completion_tokens"], 3);
   EXPECT_EQ(j["usage"]["total_tokens"], 8);
   EXPECT_EQ(j["usage"]["prompt_tokens_details"]["cached_tokens"], 2);
+  EXPECT_FALSE(j["usage"].contains("speculative"));
+  // The speculative-decoding extension, when the server speculates.
+  const json s =
+      completion_response(meta, "hello", engine::FinishReason::Length, {}, {5, 3, 2, true, 7, 4});
+  EXPECT_EQ(s["usage"]["speculative"]["proposed"], 7);
+  EXPECT_EQ(s["usage"]["speculative"]["accepted"], 4);
 }
 
 TEST(Responses, DeadlineReadsAsLengthWithDetail) {

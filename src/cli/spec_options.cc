@@ -1,0 +1,42 @@
+#include "cli/spec_options.h"
+
+#include <stdexcept>
+
+namespace shrike::cli {
+
+void add_spec_options(CLI::App& app, SpecArgs& args, const std::string& spec_flag) {
+  app.add_option(spec_flag, args.mode,
+                 "speculative decoding: off | ngram (prompt lookup) | draft (--draft model)")
+      ->check(CLI::IsMember({"off", "ngram", "draft"}))
+      ->capture_default_str();
+  app.add_option("--draft", args.draft,
+                 "draft model for --spec draft (same tokenizer; e.g. distill --student-preset "
+                 "draft)");
+  app.add_option("--spec-k", args.k, "longest draft per step (adapts per sequence below it)")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  app.add_option("--spec-max-batch", args.max_batch,
+                 "speculate only while a step has fewer tokens than this (large batches are no "
+                 "longer memory-bound)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
+engine::SpeculativeConfig resolve_spec_options(const SpecArgs& args, const model::Model& target,
+                                               std::unique_ptr<model::Model>& draft_holder) {
+  engine::SpeculativeConfig c;
+  c.mode = engine::parse_spec_mode(args.mode);
+  c.max_k = args.k;
+  c.max_batch_tokens = args.max_batch;
+  if (c.mode == engine::SpecMode::Draft) {
+    if (args.draft.empty()) throw std::invalid_argument("--spec draft needs --draft MODEL");
+    draft_holder = model::load_model(args.draft);
+    c.draft = draft_holder.get();
+  } else if (!args.draft.empty()) {
+    throw std::invalid_argument("--draft is for --spec draft");
+  }
+  if (const std::string e = c.error(target); !e.empty()) throw std::invalid_argument(e);
+  return c;
+}
+
+}  // namespace shrike::cli
