@@ -16,12 +16,16 @@ void resize(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
-// Runs fn(t) for each token; across the pool only when there is more than one token, since a
-// single token's element-wise work is cheaper than waking the workers.
+// Runs fn(t) for each token; across the pool only for more than kInlineTokens tokens. A few
+// tokens' element-wise work (norms, RoPE, SiLU: microseconds) costs less than waking the workers,
+// four times per layer, which on a busy machine is what made a 5-token verification step 1.4x a
+// one-token step at Q8_0 (docs/ARCHITECTURE.md, "Speculative decoding").
+constexpr int64_t kInlineTokens = 8;
+
 template <typename F>
 void for_each_token(int64_t n, ThreadPool& pool, F&& fn) {
-  if (n == 1) {
-    fn(int64_t{0});
+  if (n <= kInlineTokens) {
+    for (int64_t t = 0; t < n; ++t) fn(t);
     return;
   }
   pool.parallel_for(n, 1, [&](int64_t b, int64_t e) {
