@@ -10,6 +10,8 @@
 #include "cli/commands.h"
 #include "cli/kv_options.h"
 #include "cli/spec_run.h"
+#include "data/example.h"
+#include "data/task_format.h"
 #include "kernels/isa.h"
 #include "kv/contiguous_kv.h"
 #include "model_bench/model_bench.h"
@@ -30,13 +32,23 @@ struct BenchArgs {
   kv::KvCacheOptions kv;
   SpecArgs spec;
   std::vector<std::string> spec_prompts;
+  std::string spec_task;
+  int64_t spec_limit = 50;
 };
 
 int run_bench(BenchArgs a) {
   resolve_kv_cache_options(a.kv_args, a.kv);
   auto m = model::load_model(a.model);
-  if (a.spec.mode != "off")  // speculative generation against plain, through the engine
-    return run_spec_bench(*m, a.spec, {a.model, a.spec_prompts, a.n, a.threads, a.repeats, a.json});
+  if (a.spec.mode != "off") {  // speculative generation against plain, through the engine
+    SpecBenchOptions o{a.model, a.spec_prompts, false, a.n, a.threads, a.repeats, a.json};
+    if (!a.spec_task.empty()) {  // task prompts, as training and evaluation encode them
+      const auto examples = data::read_examples(a.spec_task);
+      for (size_t i = 0; i < examples.size() && int64_t(i) < a.spec_limit; ++i)
+        o.prompts.push_back(data::task_prompt(examples[i].text));
+      o.bos = true;
+    }
+    return run_spec_bench(*m, a.spec, o);
+  }
   ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
   model_bench::ModelBenchOptions opt;
   opt.prompt_lengths = a.prompts;
@@ -125,6 +137,10 @@ Runner add_bench(CLI::App& app) {
   add_spec_options(app, a->spec);
   app.add_option("--spec-prompts", a->spec_prompts,
                  "with --spec: prompts to generate from (default: built-in input-grounded ones)");
+  app.add_option("--spec-task", a->spec_task,
+                 "with --spec: the task prompts of a JSONL split (e.g. data/test.jsonl)");
+  app.add_option("--spec-limit", a->spec_limit, "with --spec-task: examples used (50)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--roofline", a->roofline,
                "also measure read bandwidth and decode's fraction of it");
   app.add_flag("--json", a->json, "print one JSON object");

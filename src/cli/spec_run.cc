@@ -96,7 +96,7 @@ int run_spec_bench(const model::Model& m, const SpecArgs& spec, const SpecBenchO
   for (int r = 0; r < o.repeats; ++r)
     for (const std::string& p : prompts) {
       engine::GenerationRequest req;
-      req.prompt = tok->encode(p, m.config().add_bos);
+      req.prompt = tok->encode(p, o.bos || m.config().add_bos);
       req.max_tokens = o.n;
       std::vector<int32_t> off_tokens;
       for (auto* side : {&s_off, &s_on}) {  // interleaved

@@ -32,6 +32,7 @@ EngineRun run_one(engine::Engine& e, engine::GenerationRequest req,
 struct SpecBenchOptions {
   std::string model_path;
   std::vector<std::string> prompts;  // empty: built-in input-grounded prompts
+  bool bos = false;                  // encode with BOS whatever the model says (task prompts)
   int64_t n = 64;
   int threads = 0, repeats = 3;
   bool json = false;
