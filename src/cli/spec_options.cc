@@ -6,8 +6,8 @@ namespace shrike::cli {
 
 void add_spec_options(CLI::App& app, SpecArgs& args, const std::string& spec_flag) {
   app.add_option(spec_flag, args.mode,
-                 "speculative decoding: off | ngram (prompt lookup) | draft (--draft model)")
-      ->check(CLI::IsMember({"off", "ngram", "draft"}))
+                 "speculative decoding: off | ngram (prompt lookup) | draft (--draft model); bench "
+                 "compares several against off: ngram,draft")
       ->capture_default_str();
   app.add_option("--draft", args.draft,
                  "draft model for --spec draft (same tokenizer; e.g. distill --student-preset "

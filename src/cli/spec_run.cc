@@ -38,11 +38,6 @@ const std::vector<std::string>& builtin_prompts() {
   return p;
 }
 
-struct Side {
-  std::vector<double> tok_s, latency;
-  int64_t generated = 0;
-};
-
 }  // namespace
 
 engine::EngineConfig single_stream_config(int threads, const engine::SpeculativeConfig& spec) {
@@ -79,81 +74,121 @@ EngineRun run_one(engine::Engine& e, engine::GenerationRequest req,
   }
 }
 
+namespace {
+
+struct BenchSide {
+  std::string label;
+  std::unique_ptr<model::Model> draft;
+  std::unique_ptr<engine::Engine> engine;
+  std::vector<double> tok_s, latency;
+  int mismatches = 0;
+};
+
+std::vector<std::string> split_modes(const std::string& s) {
+  std::vector<std::string> out;
+  size_t from = 0;
+  for (size_t comma; (comma = s.find(',', from)) != std::string::npos; from = comma + 1)
+    out.push_back(s.substr(from, comma - from));
+  out.push_back(s.substr(from));
+  return out;
+}
+
+// The sides of the comparison: plain greedy ("off"; for float weights with the batch-invariant
+// products speculation uses, and "off-fast" with the fast one-token kernel too), then each mode.
+std::vector<BenchSide> bench_sides(const model::Model& m, const tokenizer::Tokenizer& tok,
+                                   const SpecArgs& spec, int threads) {
+  std::vector<BenchSide> sides;
+  const bool invariant = engine::needs_batch_invariance(m);
+  auto add = [&](std::string label, engine::SpeculativeConfig cfg, bool inv,
+                 std::unique_ptr<model::Model> draft) {
+    engine::EngineConfig c = single_stream_config(threads, cfg);
+    c.batch_invariant = inv;
+    BenchSide side;
+    side.label = std::move(label);
+    side.draft = std::move(draft);
+    side.engine = std::make_unique<engine::Engine>(m, tok, c);
+    sides.push_back(std::move(side));
+  };
+  add("off", {}, invariant, nullptr);
+  if (invariant) add("off-fast", {}, false, nullptr);
+  for (const std::string& mode : split_modes(spec.mode)) {
+    SpecArgs one = spec;
+    one.mode = mode;
+    if (mode != "draft") one.draft.clear();
+    std::unique_ptr<model::Model> draft;
+    const engine::SpeculativeConfig cfg = resolve_spec_options(one, m, draft);
+    if (cfg.enabled()) add(mode, cfg, invariant, std::move(draft));
+  }
+  return sides;
+}
+
+}  // namespace
+
 int run_spec_bench(const model::Model& m, const SpecArgs& spec, const SpecBenchOptions& o) {
   const auto tok = load_tokenizer(o.model_path, "", m.config().vocab_size);
-  std::unique_ptr<model::Model> draft;
-  const engine::SpeculativeConfig on_cfg = resolve_spec_options(spec, m, draft);
   const int threads = o.threads > 0 ? o.threads : default_thread_count();
-  // Both sides decode with the same products (speculation forces batch invariance for float
-  // weights), so the comparison is of speculation alone.
-  engine::EngineConfig off = single_stream_config(threads, {});
-  off.batch_invariant = engine::needs_batch_invariance(m) && on_cfg.enabled();
-  engine::Engine e_off(m, *tok, off);
-  engine::Engine e_on(m, *tok, single_stream_config(threads, on_cfg));
+  std::vector<BenchSide> sides = bench_sides(m, *tok, spec, threads);
   const std::vector<std::string>& prompts = o.prompts.empty() ? builtin_prompts() : o.prompts;
-  Side s_off, s_on;
-  int mismatches = 0;
   for (int r = 0; r < o.repeats; ++r)
     for (const std::string& p : prompts) {
       engine::GenerationRequest req;
       req.prompt = tok->encode(p, o.bos || m.config().add_bos);
       req.max_tokens = o.n;
-      std::vector<int32_t> off_tokens;
-      for (auto* side : {&s_off, &s_on}) {  // interleaved
-        const EngineRun run = run_one(side == &s_off ? e_off : e_on, req);
+      std::vector<int32_t> reference;
+      for (BenchSide& side : sides) {  // interleaved: every side on this prompt, in turn
+        const EngineRun run = run_one(*side.engine, req);
         const double decode_s = run.seconds - run.first_token_seconds;
         if (run.tokens.size() > 1 && decode_s > 0)
-          side->tok_s.push_back(double(run.tokens.size() - 1) / decode_s);
-        side->latency.push_back(run.seconds);
-        side->generated += int64_t(run.tokens.size());
-        if (side == &s_off)
-          off_tokens = run.tokens;
-        else if (run.tokens != off_tokens)  // greedy: the same tokens either way
-          ++mismatches;
+          side.tok_s.push_back(double(run.tokens.size() - 1) / decode_s);
+        side.latency.push_back(run.seconds);
+        if (&side == &sides.front())
+          reference = run.tokens;
+        else if (run.tokens != reference)  // greedy: the same tokens either way
+          ++side.mismatches;
       }
     }
-  if (mismatches > 0)
-    std::fprintf(stderr, "bench --spec: %d outputs differ from non-speculative greedy\n",
-                 mismatches);
-  auto& mt = e_on.metrics();
-  const double proposed = double(mt.spec_proposed.load()),
-               accepted = double(mt.spec_accepted.load());
-  const double steps = double(mt.spec_steps.load());
-  const double draft_s = double(mt.spec_draft_ns.load()) * 1e-9;
-  const double fwd_s = double(mt.forward_ns.load()) * 1e-9;
-  const double acc = proposed > 0 ? accepted / proposed : 0;
-  const double per_step = steps > 0 ? accepted / steps : 0;
-  const double share = draft_s + fwd_s > 0 ? draft_s / (draft_s + fwd_s) : 0;
-  const double tok_off = median(s_off.tok_s), tok_on = median(s_on.tok_s);
-  const double lat_off = median(s_off.latency), lat_on = median(s_on.latency);
-  if (o.json) {
-    nlohmann::json j;
-    j["spec"] = spec.mode;
-    j["spec_k"] = spec.k;
-    j["threads"] = threads;
-    j["prompts"] = prompts.size();
-    j["repeats"] = o.repeats;
-    j["off"] = {{"decode_tok_s", tok_off}, {"latency_s", lat_off}};
-    j["on"] = {{"decode_tok_s", tok_on}, {"latency_s", lat_on}};
-    j["speedup"] = tok_off > 0 ? tok_on / tok_off : 0;
-    j["acceptance_rate"] = acc;
-    j["mean_accepted_per_step"] = per_step;
-    j["draft_time_share"] = share;
-    std::printf("%s\n", j.dump().c_str());
-    return 0;
+  const double tok0 = median(sides.front().tok_s), lat0 = median(sides.front().latency);
+  nlohmann::json j;
+  j["threads"] = threads;
+  j["prompts"] = prompts.size();
+  j["repeats"] = o.repeats;
+  j["max_tokens"] = o.n;
+  j["spec_k"] = spec.k;
+  if (!o.json)
+    std::printf(
+        "speculative decoding: %d threads, %zu prompts x %d repeats, up to %lld tokens, "
+        "k <= %d (medians, interleaved)\n"
+        "| side | decode tok/s | answer ms | tok/s vs off | latency vs off | acceptance | "
+        "accepted/step | draft time | differs |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        threads, prompts.size(), o.repeats, (long long)o.n, spec.k);
+  for (const BenchSide& side : sides) {
+    const auto& mt = side.engine->metrics();
+    const double proposed = double(mt.spec_proposed.load());
+    const double accepted = double(mt.spec_accepted.load());
+    const double steps = double(mt.spec_steps.load());
+    const double draft_s = double(mt.spec_draft_ns.load()) * 1e-9;
+    const double fwd_s = double(mt.forward_ns.load()) * 1e-9;
+    const double acc = proposed > 0 ? accepted / proposed : 0;
+    const double per_step = steps > 0 ? accepted / steps : 0;
+    const double share = draft_s + fwd_s > 0 ? draft_s / (draft_s + fwd_s) : 0;
+    const double tok = median(side.tok_s), lat = median(side.latency);
+    const double speed = tok0 > 0 ? tok / tok0 : 0, faster = lat > 0 ? lat0 / lat : 0;
+    j["sides"].push_back({{"side", side.label},
+                          {"decode_tok_s", tok},
+                          {"latency_s", lat},
+                          {"tok_s_ratio", speed},
+                          {"latency_speedup", faster},
+                          {"acceptance_rate", acc},
+                          {"mean_accepted_per_step", per_step},
+                          {"draft_time_share", share},
+                          {"differs", side.mismatches}});
+    if (!o.json)
+      std::printf("| %s | %.1f | %.2f | %.2fx | %.2fx | %.1f%% | %.2f | %.1f%% | %d |\n",
+                  side.label.c_str(), tok, lat * 1e3, speed, faster, 100 * acc, per_step,
+                  100 * share, side.mismatches);
   }
-  std::printf(
-      "speculative decoding: %s, k <= %d, %d threads, %zu prompts x %d repeats, %lld "
-      "tokens each (medians, interleaved)\n",
-      spec.mode.c_str(), spec.k, threads, prompts.size(), o.repeats, (long long)o.n);
-  std::printf("  off: %8.1f tok/s decode, %8.1f ms per answer\n", tok_off, lat_off * 1e3);
-  std::printf("  on:  %8.1f tok/s decode, %8.1f ms per answer  (%.2fx tok/s, %.2fx latency)\n",
-              tok_on, lat_on * 1e3, tok_off > 0 ? tok_on / tok_off : 0,
-              lat_on > 0 ? lat_off / lat_on : 0);
-  std::printf(
-      "  acceptance %.1f%%, %.2f accepted tokens per verification step, draft time "
-      "%.1f%% of drafting + target passes\n",
-      100 * acc, per_step, 100 * share);
+  if (o.json) std::printf("%s\n", j.dump().c_str());
   return 0;
 }
 
