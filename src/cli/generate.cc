@@ -50,10 +50,13 @@ int run_generate_speculative(const GenerateArgs& a, const model::Model& model,
   if (req.prompt.empty()) req.prompt.push_back(model.config().bos_id);
   req.max_tokens = std::max<int64_t>(1, a.n);
   req.sampling = a.sampling;
-  const EngineRun run = run_one(e, req, [](const std::string& text) {
+  const EngineRun run = run_one(e, req, [&](const std::string& text) {
+    if (a.ids) return;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   });
+  for (size_t i = 0; a.ids && i < run.tokens.size(); ++i)
+    std::printf(i > 0 ? " %d" : "%d", run.tokens[i]);
   std::printf("\n");
   const double decode_s = run.seconds - run.first_token_seconds;
   std::fprintf(stderr,

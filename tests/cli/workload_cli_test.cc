@@ -86,6 +86,23 @@ TEST_F(WorkloadCli, GenTrainEvalPruneDistillGenerate) {
   EXPECT_NE(draft.err.find("fresh draft student: dim 128, 2 layers"), std::string::npos)
       << draft.err;
   ok("generate -m " + path("draft.gguf") + " -p 'intent+slots: hi' -n 4");
+
+  // Speculative decoding with that draft, and with prompt lookup: plain greedy's tokens.
+  const std::string prompt = " -p 'intent+slots: my order SO123 is late, order SO123' -n 24 --ids";
+  const CommandResult plain = ok("generate -m " + path("m.gguf") + prompt);
+  for (const std::string& spec :
+       {std::string("--spec ngram"), "--spec draft --draft " + path("draft.gguf")}) {
+    const CommandResult fast = ok("generate -m " + path("m.gguf") + prompt + " " + spec);
+    EXPECT_EQ(fast.out, plain.out) << spec;
+    EXPECT_NE(fast.err.find("drafts accepted"), std::string::npos) << fast.err;
+  }
+  const CommandResult bench =
+      ok("bench -m " + path("m.gguf") + " --spec ngram,draft --draft " + path("draft.gguf") +
+         " --spec-task " + path("data/test.jsonl") + " --spec-limit 4 -n 16 -r 1 -t 1 --json");
+  const auto sides = nlohmann::json::parse(bench.out)["sides"];
+  ASSERT_EQ(sides.size(), 4u) << bench.out;  // off, off-fast (float weights), ngram, draft
+  for (const auto& side : sides) EXPECT_EQ(side["differs"], 0) << bench.out;
+  EXPECT_NE(run_shrike("generate -m " + path("m.gguf") + prompt + " --spec draft").exit_code, 0);
   EXPECT_NE(run_shrike("distill --teacher " + path("m.gguf") + " --student " + path("p.gguf") +
                        " --student-preset draft --data " + path("data/train.jsonl") + " -o " +
                        path("x.gguf"))

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Speculative decoding (issue 16), as commands: a small intent teacher (preset base) and a
+# `draft`-preset model distilled from it, both quantised to Q8_0 (batch-invariant without the
+# float-weights mode); then, each an interleaved run,
+#   1. batch-1 answer latency on the intent test split with each proposer versus none;
+#   2. decode tokens/s on input-grounded prompts (extraction, repetition) with prompt lookup;
+#   3. serving throughput at concurrency 1, 8 and 32 with speculation off, ngram and draft.
+#
+#   scripts/spec_bench.sh [OUT_DIR]        (default /tmp/shrike-spec; THREADS=2, EPOCHS=2)
+#
+# The models are made once (about 10-20 minutes on 2 busy cores) and reused.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="${1:-/tmp/shrike-spec}"
+threads="${THREADS:-2}"
+epochs="${EPOCHS:-2}"
+bin="$root/build/shrike"
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+mkdir -p "$out"
+data="$out/data"
+
+[ -f "$data/test.jsonl" ] || "$bin" data gen -o "$data" >/dev/null
+[ -f "$out/teacher.gguf" ] || "$bin" train --data "$data/train.jsonl" --dev "$data/dev.jsonl" \
+  --dev-limit 200 --preset base --epochs "$epochs" --no-progress -t "$threads" -o "$out/teacher.gguf"
+[ -f "$out/draft.gguf" ] || "$bin" distill --teacher "$out/teacher.gguf" --student-preset draft \
+  --data "$data/train.jsonl" --dev "$data/dev.jsonl" --dev-limit 200 --epochs 1 --no-progress \
+  -t "$threads" -o "$out/draft.gguf"
+for m in teacher draft; do
+  [ -f "$out/$m-q8_0.gguf" ] || "$bin" quantize "$out/$m.gguf" --type q8_0 -o "$out/$m-q8_0.gguf" >/dev/null
+done
+T="$out/teacher-q8_0.gguf"
+D="$out/draft-q8_0.gguf"
+
+echo "## 1. intent answers, batch 1 (test split, first 100)"
+"$bin" bench -m "$T" --spec ngram,draft --draft "$D" --spec-task "$data/test.jsonl" --spec-limit 100 \
+  -n 96 -t "$threads" -r 3
+
+echo "## 2. input-grounded prompts: extraction (intent examples with slot values, which the answer"
+echo "##    copies) on the teacher; extraction and repetition prose on stories260K"
+python3 - "$data/test.jsonl" "$out/grounded.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+with open(sys.argv[2], "w") as f:
+    for r in [r for r in rows if r["slots"]][:50]:
+        f.write(json.dumps({"text": r["text"], "intent": r["intent"], "slots": r["slots"],
+                            "lang": r["lang"]}, ensure_ascii=False) + "\n")
+PY
+"$bin" bench -m "$T" --spec ngram --spec-task "$out/grounded.jsonl" --spec-limit 50 -n 96 \
+  -t "$threads" -r 3
+S="$root/../shared/reference/stories260K/stories260K.gguf"
+[ -f "$S" ] && "$bin" bench -m "$S" --spec ngram -n 128 -t "$threads" -r 5
+
+echo "## 3. serving throughput (intent test prompts, closed loop)"
+python3 - "$data/test.jsonl" "$out/prompts.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])][:256]
+with open(sys.argv[2], "w") as f:
+    for r in rows:
+        f.write(json.dumps({"prompt": "intent+slots: " + r["text"].replace("\n", " ") + "\n",
+                            "max_tokens": 96}, ensure_ascii=False) + "\n")
+PY
+port_of() {
+  for _ in $(seq 1 600); do
+    p=$(grep -o 'listening on http://[^ ]*' "$1" 2>/dev/null | head -1 | sed 's/.*://')
+    [ -n "$p" ] && { echo "$p"; return 0; }
+    sleep 0.1
+  done
+  cat "$1" >&2; return 1
+}
+echo "| spec | concurrency | output tok/s | req/s | E2E P50 ms | vs off |"
+echo "|---|---:|---:|---:|---:|---:|"
+for c in 1 8 32; do
+  base=""
+  for mode in off ngram draft; do
+    extra=(); [ "$mode" = draft ] && extra=(--draft "$D")
+    "$bin" serve "$T" --port 0 --threads "$threads" --spec "$mode" "${extra[@]}" 2>"$out/serve.log" &
+    pid=$!
+    port=$(port_of "$out/serve.log")
+    "$bin" loadtest --url "http://127.0.0.1:$port" --prompts "$out/prompts.jsonl" --concurrency "$c" \
+      --max-requests $((c < 8 ? 64 : 8 * c)) --timeout 600 --out-json "$out/lt_${mode}_c$c.json" >/dev/null
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    base=$(python3 - "$out/lt_${mode}_c$c.json" "$mode" "$c" "$base" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["summary"]
+mode, c, base = sys.argv[2], sys.argv[3], sys.argv[4]
+tps = s["output_tokens_per_s"]
+ref = float(base) if base else tps
+print(f"| {mode} | {c} | {tps:.0f} | {s['requests_per_s']:.2f} | {s['e2e']['p50_ms']:.0f} | {tps / ref:.2f}x |", file=sys.stderr)
+print(ref)
+PY
+)
+  done
+done
