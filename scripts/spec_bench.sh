@@ -6,13 +6,14 @@
 #   2. decode tokens/s on input-grounded prompts (extraction, repetition) with prompt lookup;
 #   3. serving throughput at concurrency 1, 8 and 32 with speculation off, ngram and draft.
 #
-#   scripts/spec_bench.sh [OUT_DIR]        (default /tmp/shrike-spec; THREADS=2, EPOCHS=2)
+#   scripts/spec_bench.sh [OUT_DIR]   (default /tmp/shrike-spec; THREADS=1, EPOCHS=2; ONLY_SERVING=1
+#                                      runs part 3 alone)
 #
 # The models are made once (about 10-20 minutes on 2 busy cores) and reused.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-/tmp/shrike-spec}"
-threads="${THREADS:-2}"
+threads="${THREADS:-1}"
 epochs="${EPOCHS:-2}"
 bin="$root/build/shrike"
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
@@ -31,6 +32,7 @@ done
 T="$out/teacher-q8_0.gguf"
 D="$out/draft-q8_0.gguf"
 
+if [ -z "${ONLY_SERVING:-}" ]; then
 echo "## 1. intent answers, batch 1 (test split, first 100)"
 "$bin" bench -m "$T" --spec ngram,draft --draft "$D" --spec-task "$data/test.jsonl" --spec-limit 100 \
   -n 96 -t "$threads" -r 3
@@ -50,6 +52,7 @@ PY
 S="$root/../shared/reference/stories260K/stories260K.gguf"
 [ -f "$S" ] && "$bin" bench -m "$S" --spec ngram -n 128 -t "$threads" -r 5
 
+fi
 echo "## 3. serving throughput (intent test prompts, closed loop)"
 python3 - "$data/test.jsonl" "$out/prompts.jsonl" <<'PY'
 import json, sys

@@ -15,7 +15,7 @@ struct SpecArgs {
   std::string mode = "off";  // off | ngram | draft
   std::string draft;         // --draft MODEL
   int32_t k = 4;             // --spec-k: longest draft
-  int64_t max_batch = 16;    // --spec-max-batch: speculate below this many tokens per step
+  int64_t max_batch = 6;     // --spec-max-batch: speculate below this many tokens per step
 };
 
 // Registers the options on app; spec_flag is the name of the mode option ("--spec").
