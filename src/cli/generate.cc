@@ -72,7 +72,12 @@ int run_generate(GenerateArgs a) {
   resolve_kv_cache_options(a.kv_args, a.kv);
   auto model = model::load_model(a.model);
   const auto tok = load_tokenizer(a.model, a.tokenizer, model->config().vocab_size);
-  if (a.spec.mode != "off") return run_generate_speculative(a, *model, *tok);
+  if (a.spec.mode != "off") {
+    // Constrained requests do not speculate in the engine (engine/speculation.h).
+    if (constraint_spec(a.constraint))
+      throw std::invalid_argument("--spec does not combine with constrained output");
+    return run_generate_speculative(a, *model, *tok);
+  }
   const auto& c = model->config();
   ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
 
