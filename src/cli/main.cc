@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
       shrike::cli::add_eval);
   add("quantize", "quantise a model's weights (RTN, AWQ or GPTQ) to another GGUF",
       shrike::cli::add_quantize);
+  add("trim-vocab", "keep only the tokens a task uses: a smaller vocabulary, same text in and out",
+      shrike::cli::add_trim_vocab);
   add("loadtest", "measure an OpenAI-compatible server under load", shrike::cli::add_loadtest);
   add("optimize",
       "build, serve and measure every optimisation stage of a task model: the staged report",
