@@ -1,0 +1,109 @@
+// `shrike trim-vocab` as a user runs it: a smaller model that tokenizes the kept texts as before,
+// --extra pieces kept, and clear errors (exit 2) for missing files, a DATA line without text, a
+// model without a vocabulary and an unknown --extra piece.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "gguf/gguf.h"
+#include "run_shrike.h"
+
+namespace shrike {
+namespace {
+
+using testing::CommandResult;
+using testing::run_shrike;
+
+class TrimVocabCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = (std::filesystem::temp_directory_path() /
+            ("shrike_trim_vocab_cli_" + std::to_string(getpid())))
+               .string();
+    std::filesystem::create_directories(dir_);
+    // synth's own SentencePiece-style vocabulary (control, byte and word pieces): no ../shared.
+    ok("synth --dim 64 --layers 1 --heads 2 --ffn 128 --vocab 2000 --context 128 --type q8_0 "
+       "-o " +
+       path("in.gguf"));
+    write(path("task.jsonl"),
+          "{\"text\": \"where is my order SO123\", \"intent\": \"order_status\", \"slots\": "
+          "{\"order_id\": \"SO123\"}}\n{\"text\": \"cancel it please\", \"intent\": \"cancel\"}\n");
+    write(path("docs.jsonl"), "{\"text\": \"hello there\"}\n");
+  }
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+  static std::string path(const std::string& name) { return dir_ + "/" + name; }
+  static void write(const std::string& p, const std::string& s) { std::ofstream(p) << s; }
+  static CommandResult ok(const std::string& args) {
+    CommandResult r = run_shrike(args);
+    EXPECT_EQ(r.exit_code, 0) << "shrike " << args << "\n" << r.err;
+    return r;
+  }
+  static void fails(const std::string& args, const std::string& message) {
+    const CommandResult r = run_shrike(args);
+    EXPECT_EQ(r.exit_code, 2) << "shrike " << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << "shrike " << args << "\n" << r.err;
+  }
+  static inline std::string dir_;
+};
+
+TEST_F(TrimVocabCli, WritesASmallerModelThatTokenizesTheKeptTextsAsBefore) {
+  const std::vector<std::string> pieces =
+      gguf::GgufFile::open(path("in.gguf")).get_string_array("tokenizer.ggml.tokens");
+  const std::string extra_piece = pieces[pieces.size() - 1];
+  write(path("extra.txt"), extra_piece + "\n\n");
+  const CommandResult r = ok("trim-vocab " + path("in.gguf") + " -o " + path("out.gguf") +
+                             " --keep-from " + path("task.jsonl") + " --keep-from " +
+                             path("docs.jsonl") + " --extra " + path("extra.txt"));
+  EXPECT_NE(r.err.find("5 texts tokenize as before"), std::string::npos) << r.err;
+  const gguf::GgufFile out = gguf::GgufFile::open(path("out.gguf"));
+  const std::vector<std::string> kept = out.get_string_array("tokenizer.ggml.tokens");
+  EXPECT_LT(kept.size(), pieces.size());
+  EXPECT_EQ(kept.back(), extra_piece);
+  EXPECT_EQ(out.get_uint("llama.vocab_size"), kept.size());
+  EXPECT_EQ(out.tensor("token_embd.weight").dims[1], int64_t(kept.size()));
+  // The model runs, and text the data never held still goes in and out unchanged.
+  ok("generate -m " + path("out.gguf") + " -p 'Zebra 日本 🙂' -n 4");
+  write(path("unseen.txt"), "Zebra 日本 🙂");
+  write(path("ids.txt"),
+        ok("tokenize -m " + path("out.gguf") + " --text-file " + path("unseen.txt")).out);
+  EXPECT_EQ(
+      ok("tokenize -m " + path("out.gguf") + " --detokenize --text-file " + path("ids.txt")).out,
+      "Zebra 日本 🙂");
+}
+
+TEST_F(TrimVocabCli, ErrorsNameTheFileAndWhatIsWrong) {
+  fails("trim-vocab " + path("missing.gguf") + " -o " + path("o.gguf") + " --keep-from " +
+            path("task.jsonl"),
+        path("missing.gguf"));
+  fails("trim-vocab " + path("in.gguf") + " -o " + path("o.gguf") + " --keep-from " +
+            path("missing.jsonl"),
+        path("missing.jsonl") + ": cannot open");
+  write(path("notext.jsonl"), "{\"text\": \"fine\"}\n{\"body\": \"no text here\"}\n");
+  fails("trim-vocab " + path("in.gguf") + " -o " + path("o.gguf") + " --keep-from " +
+            path("notext.jsonl"),
+        path("notext.jsonl") + ":2: no \"text\" string");
+  write(path("task_notext.jsonl"), "{\"text\": \"a\", \"intent\": \"x\"}\n{\"intent\": \"y\"}\n");
+  fails("trim-vocab " + path("in.gguf") + " -o " + path("o.gguf") + " --keep-from " +
+            path("task_notext.jsonl"),
+        path("task_notext.jsonl") + ":2:");
+  write(path("bad_extra.txt"), "zzqq-not-a-piece\n");
+  fails("trim-vocab " + path("in.gguf") + " -o " + path("o.gguf") + " --keep-from " +
+            path("task.jsonl") + " --extra " + path("bad_extra.txt"),
+        path("bad_extra.txt") + ":1: 'zzqq-not-a-piece' is not a piece of the vocabulary");
+  {
+    gguf::GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    const std::vector<float> rows(8 * 4, 0.5f);
+    w.add_tensor("token_embd.weight", DType::F32, {8, 4}, rows.data(), rows.size() * 4);
+    w.write(path("novocab.gguf"));
+  }
+  fails("trim-vocab " + path("novocab.gguf") + " -o " + path("o.gguf") + " --keep-from " +
+            path("task.jsonl"),
+        path("novocab.gguf") + ": no vocabulary (tokenizer.ggml.tokens)");
+  EXPECT_FALSE(std::filesystem::exists(path("o.gguf")));
+}
+
+}  // namespace
+}  // namespace shrike

@@ -1,0 +1,142 @@
+// trim_compare FULL.gguf TRIMMED.gguf EXAMPLES.jsonl [THREADS]: greedy task answers of a model
+// trimmed by `shrike trim-vocab` against the full model's greedy answers under a mask of the kept
+// ids (shrike.vocab_trim.source_ids). Prints how many answers are the same text (and the same
+// tokens, mapped back), and both models' intent accuracy. An experiment tool for issue 15's
+// acceptance 4: exit code 0 when every answer is the same.
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "data/example.h"
+#include "data/task_format.h"
+#include "decode/token_mask.h"
+#include "gguf/gguf.h"
+#include "kv/contiguous_kv.h"
+#include "model/model.h"
+#include "model/vocab_trim.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+using namespace shrike;
+
+// Greedy answers (token ids, EOS excluded) for every example, batched through forward_batch as
+// train::generate_answers does; `allowed` (when set) masks the logits before the argmax.
+std::vector<std::vector<int32_t>> greedy_answers(const model::Model& m,
+                                                 const tokenizer::Tokenizer& tok,
+                                                 const std::vector<data::Example>& examples,
+                                                 const decode::TokenBitset* allowed,
+                                                 ThreadPool& pool) {
+  constexpr int64_t kMaxAnswer = 96, kBatch = 64;
+  const model::ModelConfig& c = m.config();
+  std::vector<std::vector<int32_t>> out(examples.size());
+  std::vector<float> logits;
+  model::ForwardScratch scratch;
+  for (size_t first = 0; first < examples.size(); first += kBatch) {
+    const size_t n = std::min(examples.size() - first, size_t(kBatch));
+    std::vector<std::vector<int32_t>> prompts(n);
+    std::vector<std::unique_ptr<kv::ContiguousKvCache>> caches(n);
+    std::vector<int32_t> next(n);
+    std::vector<bool> done(n, false);
+    for (size_t i = 0; i < n; ++i) {
+      prompts[i] = tok.encode(data::task_prompt(examples[first + i].text), true);
+      const int64_t cap =
+          std::min<int64_t>(c.context_length, int64_t(prompts[i].size()) + kMaxAnswer);
+      if (int64_t(prompts[i].size()) >= cap) prompts[i].resize(size_t(cap - 1));
+      caches[i] =
+          std::make_unique<kv::ContiguousKvCache>(c.n_layers, cap, c.n_kv_heads, c.head_dim);
+    }
+    for (int64_t step = 0;; ++step) {
+      std::vector<model::BatchSequence> seqs;
+      std::vector<size_t> members;
+      for (size_t i = 0; i < n; ++i) {
+        if (done[i]) continue;
+        std::vector<int32_t>& answer = out[first + i];
+        model::BatchSequence s;
+        s.tokens = step == 0 ? prompts[i].data() : &next[i];
+        s.n_tokens = step == 0 ? int64_t(prompts[i].size()) : 1;
+        s.pos0 = step == 0 ? 0 : int64_t(prompts[i].size() + answer.size()) - 1;
+        s.kv = caches[i].get();
+        s.n_logits = 1;
+        seqs.push_back(s);
+        members.push_back(i);
+      }
+      if (seqs.empty()) break;
+      logits.resize(seqs.size() * size_t(c.vocab_size));
+      m.forward_batch(seqs.data(), int64_t(seqs.size()), logits.data(), pool, scratch);
+      for (size_t j = 0; j < members.size(); ++j) {
+        const size_t i = members[j];
+        std::vector<int32_t>& answer = out[first + i];
+        float* row = logits.data() + j * size_t(c.vocab_size);
+        if (allowed) decode::apply_token_mask(row, c.vocab_size, *allowed);
+        const auto best = int32_t(std::max_element(row, row + c.vocab_size) - row);
+        if (best == tok.eos()) {
+          done[i] = true;
+          continue;
+        }
+        answer.push_back(best);
+        next[i] = best;
+        const int64_t len = int64_t(prompts[i].size() + answer.size());
+        if (int64_t(answer.size()) >= kMaxAnswer || len + 1 >= caches[i]->capacity())
+          done[i] = true;
+      }
+    }
+  }
+  return out;
+}
+
+int run(const std::string& full_path, const std::string& trim_path, const std::string& data_path,
+        int threads) {
+  const gguf::GgufFile tf = gguf::GgufFile::open(trim_path);
+  const std::vector<int64_t> source = tf.get_int_array(model::kTrimSourceIdsKey);
+  const tokenizer::Tokenizer full_tok(tokenizer::vocab_from_gguf(gguf::GgufFile::open(full_path)));
+  const tokenizer::Tokenizer trim_tok(tokenizer::vocab_from_gguf(tf));
+  const auto full = model::load_model(full_path);
+  const auto trimmed = model::load_model(trim_path);
+  decode::TokenBitset allowed(full_tok.n_vocab());
+  for (int64_t id : source) allowed.set(id);
+  const std::vector<data::Example> examples = data::read_examples(data_path);
+  ThreadPool pool(threads);
+
+  const auto a = greedy_answers(*full, full_tok, examples, &allowed, pool);
+  const auto b = greedy_answers(*trimmed, trim_tok, examples, nullptr, pool);
+  int64_t same_text = 0, same_tokens = 0, correct_full = 0, correct_trim = 0, shown = 0;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    std::vector<int32_t> mapped;
+    for (int32_t id : b[i]) mapped.push_back(int32_t(source[size_t(id)]));
+    same_tokens += mapped == a[i];
+    const std::string ta = full_tok.decode(a[i]), tb = trim_tok.decode(b[i]);
+    same_text += ta == tb;
+    if (ta != tb && ++shown <= 5)
+      std::fprintf(stderr, "differs: %s\n  full: %s\n  trim: %s\n", examples[i].text.c_str(),
+                   ta.c_str(), tb.c_str());
+    correct_full += data::parse_task_answer(ta).intent == examples[i].intent;
+    correct_trim += data::parse_task_answer(tb).intent == examples[i].intent;
+  }
+  const auto n = int64_t(examples.size());
+  std::printf(
+      "%s: %lld examples; same answer text %lld/%lld, same tokens %lld/%lld; intent "
+      "accuracy full+mask %.4f, trimmed %.4f; vocabulary %d -> %d\n",
+      data_path.c_str(), (long long)n, (long long)same_text, (long long)n, (long long)same_tokens,
+      (long long)n, double(correct_full) / double(n), double(correct_trim) / double(n),
+      full_tok.n_vocab(), trim_tok.n_vocab());
+  return same_text == n && same_tokens == n ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4 || argc > 5) {
+    std::fprintf(stderr, "usage: trim_compare FULL.gguf TRIMMED.gguf EXAMPLES.jsonl [THREADS]\n");
+    return 2;
+  }
+  try {
+    return run(argv[1], argv[2], argv[3], argc == 5 ? std::stoi(argv[4]) : 2);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trim_compare: %s\n", e.what());
+    return 2;
+  }
+}
