@@ -50,6 +50,11 @@ VocabTrimStats trim_model_vocab(const gguf::GgufFile& in, const std::vector<int3
                     ": byte-level BPE vocabulary (tokenizer.ggml.merges): trimming "
                     "supports SentencePiece-style vocabularies only");
   const auto n_vocab = int64_t(tokens->array_size);
+  // A padded embedding (more rows than tokens) would leave rows that no longer match an id.
+  if (const gguf::TensorInfo* e = in.find_tensor("token_embd.weight");
+      e && (e->dims.size() != 2 || e->dims[1] != n_vocab))
+    throw FileError(path + ": token_embd.weight is not [dim, " + std::to_string(n_vocab) +
+                    "] (one row per token of tokenizer.ggml.tokens)");
   std::vector<int32_t> new_id(size_t(n_vocab), -1);
   for (size_t i = 0; i < kept.size(); ++i) {
     if (kept[i] < 0 || kept[i] >= n_vocab || (i > 0 && kept[i] <= kept[i - 1]))

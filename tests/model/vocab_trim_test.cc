@@ -263,6 +263,21 @@ TEST(VocabTrim, ErrorsNameWhatIsWrong) {
               std::string::npos)
         << e.what();
   }
+  {
+    gguf::GgufWriter w;  // 4 embedding rows for 3 tokens
+    w.set_string("general.architecture", "llama");
+    w.set_string_array("tokenizer.ggml.tokens", {"<unk>", "<s>", "</s>"});
+    const std::vector<float> rows(8 * 4, 0.5f);
+    w.add_tensor("token_embd.weight", DType::F32, {8, 4}, rows.data(), rows.size() * 4);
+    w.write(bare.string());
+  }
+  try {
+    model::trim_model_vocab(gguf::GgufFile::open(bare.string()), {0, 1, 2}, out.string());
+    FAIL() << "no error";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("token_embd.weight is not [dim, 3]"), std::string::npos)
+        << e.what();
+  }
   std::filesystem::remove(bare);
 
   SHRIKE_REQUIRE_SHARED(kSpm);
