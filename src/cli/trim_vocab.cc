@@ -11,6 +11,7 @@
 #include "core/file_buffer.h"
 #include "core/jsonl.h"
 #include "data/example.h"
+#include "data/task_definition.h"
 #include "data/task_format.h"
 #include "gguf/gguf.h"
 #include "model/vocab_trim.h"
@@ -83,6 +84,15 @@ int run_trim_vocab(const TrimVocabArgs& a) {
   const tokenizer::Tokenizer tok(tokenizer::vocab_from_gguf(in));
   std::vector<std::string> texts;
   for (const std::string& path : a.keep_from) add_texts(path, texts);
+  // A model that carries its task (shrike.task.*) is served constrained to that task's answers:
+  // every label and slot name must keep the pieces its answers use, even if DATA misses one.
+  if (const auto task = data::task_from_gguf(in)) {
+    for (const std::string& intent : task->intents)
+      texts.push_back(data::task_answer({.text = "", .intent = intent, .slots = {}, .lang = ""}));
+    for (const std::string& slot : task->slots)
+      texts.push_back(
+          data::task_answer({.text = "", .intent = "", .slots = {{slot, ""}}, .lang = ""}));
+  }
   if (texts.empty()) throw std::invalid_argument("trim-vocab: --keep-from holds no text");
   std::vector<int32_t> extra = model::special_token_ids(in);
   if (!a.extra.empty())

@@ -73,6 +73,34 @@ TEST_F(TrimVocabCli, WritesASmallerModelThatTokenizesTheKeptTextsAsBefore) {
       "Zebra 日本 🙂");
 }
 
+// A model that carries its task keeps the pieces of its labels' and slot names' answers even when
+// DATA never names them (serving constrains answers to them), and keeps the task keys.
+TEST_F(TrimVocabCli, KeepsTheCarriedTasksLabelsAndKeys) {
+  {
+    const gguf::GgufFile f = gguf::GgufFile::open(path("in.gguf"));
+    gguf::GgufWriter w;
+    for (const std::string& key : f.keys()) w.set_value(key, *f.find(key));
+    w.set_string("shrike.task.format", "intent_slots_v1");
+    w.set_string("shrike.task.instruction", "intent+slots: ");
+    w.set_string_array("shrike.task.intents", {"refund_request", "zebra_question"});
+    w.set_string_array("shrike.task.slots", {"order_id", "quokka_name"});
+    for (const gguf::TensorInfo& t : f.tensors())
+      w.add_tensor(t.name, t.type, t.dims, t.data, size_t(t.bytes));
+    w.write(path("task_model.gguf"));
+  }
+  ok("trim-vocab " + path("in.gguf") + " -o " + path("plain_t.gguf") + " --keep-from " +
+     path("docs.jsonl"));
+  ok("trim-vocab " + path("task_model.gguf") + " -o " + path("task_t.gguf") + " --keep-from " +
+     path("docs.jsonl"));
+  const gguf::GgufFile plain = gguf::GgufFile::open(path("plain_t.gguf"));
+  const gguf::GgufFile task = gguf::GgufFile::open(path("task_t.gguf"));
+  EXPECT_GT(task.find("tokenizer.ggml.tokens")->array_size,
+            plain.find("tokenizer.ggml.tokens")->array_size);
+  EXPECT_EQ(task.get_string_array("shrike.task.intents"),
+            (std::vector<std::string>{"refund_request", "zebra_question"}));
+  EXPECT_EQ(task.get_string("shrike.task.instruction"), "intent+slots: ");
+}
+
 TEST_F(TrimVocabCli, ErrorsNameTheFileAndWhatIsWrong) {
   fails("trim-vocab " + path("missing.gguf") + " -o " + path("o.gguf") + " --keep-from " +
             path("task.jsonl"),

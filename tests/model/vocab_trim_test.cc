@@ -245,6 +245,55 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(dtype_name(info.param.type)) + (info.param.tied ? "_tied" : "");
     });
 
+// Every key the trim does not renumber is copied: the task a model carries (shrike.task.*),
+// architecture keys, flags; per-token arrays and special ids follow the kept ids.
+TEST(VocabTrim, KeepsOtherMetadataAndRenumbersTokenKeys) {
+  const auto in = temp_file("keys.gguf"), out = temp_file("keys_out.gguf");
+  {
+    gguf::GgufWriter w;
+    w.set_string("general.architecture", "llama");
+    w.set_uint32("llama.vocab_size", 4);
+    w.set_string("tokenizer.ggml.model", "llama");
+    w.set_string_array("tokenizer.ggml.tokens", {"<unk>", "a", "<s>", "</s>"});
+    w.set_float32_array("tokenizer.ggml.scores", {0, -1, 0, 0});
+    w.set_int32_array("tokenizer.ggml.token_type", {2, 1, 3, 3});
+    w.set_uint32("tokenizer.ggml.bos_token_id", 2);
+    w.set_uint32("tokenizer.ggml.eos_token_id", 3);
+    w.set_string("shrike.task.format", "intent_slots_v1");
+    w.set_string_array("shrike.task.intents", {"cancel", "order_status"});
+    std::vector<float> rows(8 * 4);
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = float(i);
+    w.add_tensor("token_embd.weight", DType::F32, {8, 4}, rows.data(), rows.size() * 4);
+    w.add_tensor("output_norm.weight", DType::F32, {8}, rows.data(), 8 * 4);
+    w.write(in.string());
+  }
+  const gguf::GgufFile f = gguf::GgufFile::open(in.string());
+  EXPECT_EQ(model::special_token_ids(f), (std::vector<int32_t>{2, 3}));
+  const model::VocabTrimStats st = model::trim_model_vocab(f, {0, 2, 3}, out.string());
+  EXPECT_EQ(st.params_before, 40);
+  EXPECT_EQ(st.params_after, 32);
+  const gguf::GgufFile t = gguf::GgufFile::open(out.string());
+  EXPECT_EQ(t.get_uint("llama.vocab_size"), 3u);
+  EXPECT_EQ(t.get_string_array("tokenizer.ggml.tokens"),
+            (std::vector<std::string>{"<unk>", "<s>", "</s>"}));
+  EXPECT_EQ(t.get_int_array("tokenizer.ggml.token_type"), (std::vector<int64_t>{2, 3, 3}));
+  EXPECT_EQ(t.get_uint("tokenizer.ggml.bos_token_id"), 1u);
+  EXPECT_EQ(t.get_uint("tokenizer.ggml.eos_token_id"), 2u);
+  EXPECT_EQ(t.get_string("shrike.task.format"), "intent_slots_v1");
+  EXPECT_EQ(t.get_string_array("shrike.task.intents"),
+            (std::vector<std::string>{"cancel", "order_status"}));
+  EXPECT_EQ(t.keys().size(), f.keys().size() + 1);  // + shrike.vocab_trim.source_ids
+  const auto* e = reinterpret_cast<const float*>(t.tensor("token_embd.weight").data);
+  EXPECT_EQ(e[8], 16.0f);   // new row 1 = old row 2
+  EXPECT_EQ(e[16], 24.0f);  // new row 2 = old row 3
+  // Trimming a trimmed model composes the source ids (ids of the first model, not of t).
+  const auto again = temp_file("keys_again.gguf");
+  model::trim_model_vocab(t, {0, 1, 2}, again.string());
+  EXPECT_EQ(gguf::GgufFile::open(again.string()).get_int_array(model::kTrimSourceIdsKey),
+            (std::vector<int64_t>{0, 2, 3}));
+  for (const auto& p : {in, out, again}) std::filesystem::remove(p);
+}
+
 TEST(VocabTrim, ErrorsNameWhatIsWrong) {
   // A model without a vocabulary.
   const auto bare = temp_file("bare.gguf"), out = temp_file("out.gguf");
