@@ -161,7 +161,7 @@ std::optional<data::TaskDefinition> read_task(const std::string& path) {
 // The effective settings (after the engine's own adjustments, e.g. int8-mixed turns the prefix
 // cache off) for /v1/models: `shrike optimize` reads them to show what differs between stages.
 std::map<std::string, std::string> serving_options(const ServeArgs& a, const model::Model& m,
-                                                   const engine::Engine& e) {
+                                                   const engine::Engine& e, bool has_task) {
   const engine::EngineConfig& c = e.config();
   const bool is_static = c.scheduler.mode == engine::BatchingMode::Static;
   std::map<std::string, std::string> o = {
@@ -181,6 +181,10 @@ std::map<std::string, std::string> serving_options(const ServeArgs& a, const mod
       {"prefix_cache", c.scheduler.prefix_caching ? "on" : "off"},
       {"context_length", std::to_string(e.context_length())}};
   if (is_static) o["batch_size"] = std::to_string(c.scheduler.batch_size);
+  // Constrained decoding: the model's own task schema (on by default for task models) and
+  // jump-forward over forced tokens.
+  o["task_schema"] = has_task && !a.no_task_schema ? "on" : "off";
+  o["jump_forward"] = c.jump_forward ? "on" : "off";
   o["speculative"] = engine::spec_mode_name(c.spec.mode);
   if (c.spec.enabled()) {
     o["spec_k"] = std::to_string(c.spec.max_k);
@@ -251,7 +255,9 @@ int run_serve(ServeArgs a) {
     }
     a.engine.spec = resolve_spec_options(a.spec, *model, draft);
     engine = std::make_unique<engine::Engine>(*model, *tok, a.engine);
-    if (auto task = read_task(a.model)) {
+    auto task = read_task(a.model);
+    const bool has_task = task.has_value();
+    if (task) {
       std::fprintf(stderr,
                    "shrike serve: task %s, %zu intents, %zu slots; POST /v1/intent; answers %s\n",
                    task->format.c_str(), task->intents.size(), task->slots.size(),
@@ -265,7 +271,7 @@ int run_serve(ServeArgs a) {
                    engine::spec_mode_name(a.engine.spec.mode), a.engine.spec.max_k,
                    (long long)a.engine.spec.max_batch_tokens,
                    engine->config().batch_invariant ? ", batch-invariant products" : "");
-    http.attach(*engine, format, serving_options(a, *model, *engine));
+    http.attach(*engine, format, serving_options(a, *model, *engine, has_task));
     std::fprintf(stderr, "shrike serve: model '%s' (%s), context %lld, chat format %s\n",
                  a.server.model_name.c_str(), model->describe().c_str(),
                  (long long)engine->context_length(), server::chat_format_name(format));

@@ -21,7 +21,6 @@ Engine::Engine(const model::Model& model, const tokenizer::Tokenizer& tok, Engin
   config_.kv.validate(mc.n_layers);
   // A reused block would come without the sequence's f16 copies and weight sums (engine.h).
   if (config_.kv.mixed()) sc.prefix_caching = false;
-  if (sc.mode == BatchingMode::Static) config_.spec.mode = SpecMode::Off;  // the naive baseline
   if (config_.spec.enabled()) {
     if (const std::string e = config_.spec.error(model_); !e.empty())
       throw std::invalid_argument(e);

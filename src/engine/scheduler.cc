@@ -205,8 +205,8 @@ StepPlan Scheduler::schedule_static(Clock::time_point now) {
       fail(seq, plan);
       continue;
     }
-    if (known > seq.n_computed) {
-      plan.items.push_back({seq.id, seq.n_computed, known - seq.n_computed, true});
+    if (known > seq.n_computed) {  // drafts (if any) are within max_len: add_draft checked
+      plan.items.push_back({seq.id, seq.n_computed, known - seq.n_computed, true, seq.n_draft});
     }
     ++i;
   }
@@ -258,7 +258,7 @@ bool Scheduler::add_draft(SeqId id, std::span<const int32_t> draft) {
   SeqInfo& seq = *it->second;
   const int64_t known = int64_t(seq.tokens.size());
   if (seq.state != SeqState::Running || seq.n_draft != 0 || seq.n_computed != known - 1 ||
-      known + int64_t(draft.size()) > seq.max_len || config_.mode != BatchingMode::Continuous)
+      known + int64_t(draft.size()) > seq.max_len)
     return false;
   seq.tokens.insert(seq.tokens.end(), draft.begin(), draft.end());
   seq.n_draft = int64_t(draft.size());

@@ -96,7 +96,9 @@ const decode::SpeculativeStats& Speculation::stats(SeqId id) const {
 
 std::vector<std::pair<SeqId, int32_t>> Speculation::allot(const Scheduler& sched) {
   std::vector<std::pair<SeqId, int32_t>> out;
-  if (sched.n_waiting() > 0) return out;  // a prefill is coming: the step is not small
+  // Under continuous batching a waiting request is about to be admitted with its prefill: the
+  // step is not small. A static batch admits nobody until it ends, so its queue does not count.
+  if (sched.config().mode == BatchingMode::Continuous && sched.n_waiting() > 0) return out;
   int64_t batch_tokens = 0;
   for (SeqId id : sched.running()) {
     const SeqInfo& info = *sched.find(id);

@@ -292,15 +292,21 @@ Report run_optimize(const OptimizeOptions& o) {
   };
 
   // Task scores per (model, KV type) through `shrike eval`, cached like the models.
-  auto evaluate = [&](const std::string& model, const std::string& kv, const std::string& split) {
-    const std::string name = fs::path(model).stem().string() + "." + kv + "." + split + ".json";
+  auto evaluate = [&](const std::string& model, const std::string& kv, const std::string& split,
+                      bool schema) {
+    const std::string name =
+        fs::path(model).stem().string() + "." + (schema ? "schema" : kv) + "." + split + ".json";
     const std::string dst = out + "/eval/" + name;
-    auto argv = run.cmd({"eval", "-m", model, "--task", d + "/" + split + ".jsonl", "--kv-type", kv,
-                         "--json", dst});
+    // With the schema, the answers come through the serving engine (its KV type: f32).
+    auto argv = schema ? run.cmd({"eval", "-m", model, "--task", d + "/" + split + ".jsonl",
+                                  "--task-schema", "on", "--json", dst})
+                       : run.cmd({"eval", "-m", model, "--task", d + "/" + split + ".jsonl",
+                                  "--kv-type", kv, "--json", dst});
     if (o.eval_limit > 0) argv.insert(argv.end(), {"--limit", std::to_string(o.eval_limit)});
     run.add_threads(argv);
-    run.build("eval " + fs::path(model).filename().string() + " (KV " + kv + ") on " + split, dst,
-              argv, {model, d + "/" + split + ".jsonl"}, kEvalTimeout);
+    run.build("eval " + fs::path(model).filename().string() +
+                  (schema ? " (task schema)" : " (KV " + kv + ")") + " on " + split,
+              dst, argv, {model, d + "/" + split + ".jsonl"}, kEvalTimeout);
     return scores_of(dst);
   };
 
@@ -323,8 +329,8 @@ Report run_optimize(const OptimizeOptions& o) {
     s.model_path = model_path(stage.model);
     s.model_file_bytes = int64_t(fs::file_size(s.model_path));
     const std::string kv = kv_type_of(stage);
-    s.clean = evaluate(s.model_path, kv, "test");
-    s.noisy = evaluate(s.model_path, kv, "test_noisy");
+    s.clean = evaluate(s.model_path, kv, "test", stage.task_schema);
+    s.noisy = evaluate(s.model_path, kv, "test_noisy", stage.task_schema);
 
     std::vector<std::string> serve_args = stage.serve_args;
     if (o.threads > 0) serve_args.insert(serve_args.end(), {"-t", std::to_string(o.threads)});

@@ -19,34 +19,37 @@ const char* stage_model_name(StageModel m) {
 std::vector<Stage> default_stages(int static_batch) {
   const std::string b = std::to_string(static_batch);
   // Every stage lists its full options; max-seqs is the same everywhere so that continuous
-  // batching (stage 4) changes the batching mode, not the number of running sequences.
-  const std::vector<std::string> naive = {"--batching",       "static", "--batch-size", b,
-                                          "--max-seqs",       b,        "--kv-type",    "f32",
-                                          "--no-prefix-cache"};
+  // batching (stage 4) changes the batching mode, not the number of running sequences. The
+  // models carry their task, which `shrike serve` would enforce by default: stages 0-4 answer
+  // free-form (--no-task-schema) so that the schema arrives in stage 5 alone.
+  const std::vector<std::string> naive = {"--batching",        "static",
+                                          "--batch-size",      b,
+                                          "--max-seqs",        b,
+                                          "--kv-type",         "f32",
+                                          "--no-prefix-cache", "--no-task-schema"};
   std::vector<std::string> int8 = naive;
   int8[7] = "int8-mixed";
-  const std::vector<std::string> continuous = {"--batching", "continuous", "--max-seqs", b,
-                                               "--kv-type",  "int8-mixed"};
+  // Prompt lookup: the answer copies slot values from the utterance, and it needs no second
+  // model (a draft model would add its own training run to the pipeline).
+  std::vector<std::string> spec = int8;
+  spec.insert(spec.end(), {"--spec", "ngram"});
+  const std::vector<std::string> continuous = {
+      "--batching", "continuous",       "--max-seqs", b,      "--kv-type",
+      "int8-mixed", "--no-task-schema", "--spec",     "ngram"};
+  std::vector<std::string> schema = continuous;
+  schema.erase(std::find(schema.begin(), schema.end(), "--no-task-schema"));
   return {
       {0, "naive service", true, "", StageModel::Teacher, naive},
       {1, "+ INT8 weights (noisy calibration), int8-mixed KV", true, "", StageModel::TeacherInt8,
        int8},
       {2, "+ structured pruning and distillation", true, "", StageModel::StudentInt8, int8},
-      {3,
-       "+ speculative decoding",
-       false,
-       "speculative decoding is not in shrike serve yet (src/decode has its primitives; the engine "
-       "does not use them)",
-       StageModel::StudentInt8,
-       {}},
+      {3, "+ speculative decoding (prompt lookup)", true, "", StageModel::StudentInt8, spec},
       {4, "+ continuous batching, paged KV, prefix cache", true, "", StageModel::StudentInt8,
        continuous},
       {5,
-       "+ vocabulary trimming, output schema with jump-forward, lean path",
-       false,
-       "vocabulary trimming and constrained decoding are not implemented yet",
-       StageModel::StudentInt8,
-       {}},
+       "+ the task's output schema with jump-forward (vocabulary trimming and the lean path are "
+       "not in the pipeline yet; constrained requests do not speculate)",
+       true, "", StageModel::StudentInt8, schema, /*task_schema=*/true},
   };
 }
 

@@ -24,6 +24,9 @@ struct Stage {
   std::string reason;  // why not available
   StageModel model = StageModel::Teacher;
   std::vector<std::string> serve_args;  // the full `shrike serve` options (no model, no port)
+  // Answers constrained to the model's task schema: accuracy is measured that way too
+  // (`shrike eval --task-schema on`, through the serving engine).
+  bool task_schema = false;
 };
 
 // Stages 0..5 as the issue defines them. static_batch: static batch size (and max_seqs of all

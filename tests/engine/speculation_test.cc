@@ -238,6 +238,30 @@ INSTANTIATE_TEST_SUITE_P(Proposers, SpeculativeGreedy,
                                            Case{"draft_random", SpecMode::Draft, 2}),
                          [](const auto& info) { return std::string(info.param.name); });
 
+// Static batching (the staged report's stages before continuous batching) speculates too: each
+// member's drafts run with its sampled token inside the batch's reserved blocks, and the output
+// is the non-speculative one, alone and in batches of 8 with a queue behind them.
+TEST(Speculation, StaticBatchesSpeculateWithNonSpeculativeOutputs) {
+  SHRIKE_REQUIRE_SHARED("reference/stories260K/stories260K.gguf");
+  const auto& reqs = two_hundred();
+  const auto& want = baseline_alone(reqs);
+  for (SpecMode mode : {SpecMode::Ngram, SpecMode::Draft}) {
+    EngineConfig c = config(mode, mode == SpecMode::Draft ? stories().model.get() : nullptr);
+    c.scheduler.mode = BatchingMode::Static;
+    c.scheduler.batch_size = 8;
+    c.scheduler.batch_wait_ms = 1;
+    Engine e(*stories().model, *stories().tok, c);
+    EXPECT_EQ(e.config().spec.mode, mode);
+    const std::vector<GenerationRequest> few(reqs.begin(), reqs.begin() + 20);
+    const std::vector<Output> few_want(want.begin(), want.begin() + 20);
+    expect_same_outputs(few_want, run_alone(e, few));
+    expect_same_outputs(want, run_concurrently(e, reqs));
+    expect_no_blocks_in_use(e);
+    EXPECT_GT(e.metrics().spec_proposed.load(), 0);
+    EXPECT_GT(e.metrics().spec_accepted.load(), 0);
+  }
+}
+
 // Stop strings, max_tokens, logprobs: the same events' content with and without speculation.
 TEST(Speculation, StopStringsMaxTokensAndLogprobsAsWithout) {
   SHRIKE_REQUIRE_SHARED("reference/stories260K/stories260K.gguf");

@@ -50,8 +50,12 @@ TEST_F(OptimizeCli, MeasuresEveryAvailableStageAndCachesModels) {
   const auto j = nlohmann::json::parse(in);
   const auto& st = j.at("stages");
   ASSERT_EQ(st.size(), 6u);
-  EXPECT_FALSE(st[3]["available"].get<bool>());
-  EXPECT_FALSE(st[5]["available"].get<bool>());
+  for (const auto& stage : st) EXPECT_TRUE(stage["available"].get<bool>());
+  EXPECT_EQ(st[2]["serving_options"]["speculative"], "off");
+  EXPECT_EQ(st[3]["serving_options"]["speculative"], "ngram");
+  EXPECT_EQ(st[4]["serving_options"]["task_schema"], "off");
+  EXPECT_EQ(st[5]["serving_options"]["task_schema"], "on");
+  EXPECT_EQ(st[5]["serving_options"]["jump_forward"], "on");
   // What the servers themselves reported.
   EXPECT_EQ(st[0]["serving_options"]["kv_type"], "f32");
   EXPECT_EQ(st[0]["serving_options"]["batching"], "static");

@@ -38,9 +38,7 @@ TEST(Stages, TableMarksUnavailableStagesAndChangesOneThingAtATime) {
   const auto stages = default_stages(4);
   ASSERT_EQ(stages.size(), 6u);
   for (size_t i = 0; i < stages.size(); ++i) EXPECT_EQ(stages[i].id, int(i));
-  EXPECT_FALSE(stages[3].available);
-  EXPECT_FALSE(stages[5].available);
-  EXPECT_FALSE(stages[3].reason.empty());
+  for (const auto& st : stages) EXPECT_TRUE(st.available) << st.id;
   // Stage 1 changes the KV type (and the model); stage 2 only the model.
   EXPECT_EQ(stages[0].model, StageModel::Teacher);
   EXPECT_EQ(stages[1].model, StageModel::TeacherInt8);
@@ -53,6 +51,25 @@ TEST(Stages, TableMarksUnavailableStagesAndChangesOneThingAtATime) {
   const auto& a = stages[4].serve_args;
   EXPECT_NE(std::find(a.begin(), a.end(), "continuous"), a.end());
   EXPECT_EQ(std::find(a.begin(), a.end(), "--no-prefix-cache"), a.end());
+  // Stage 3 adds prompt lookup to stage 2 and nothing else; stage 4 keeps it.
+  std::vector<std::string> with_spec = stages[2].serve_args;
+  with_spec.insert(with_spec.end(), {"--spec", "ngram"});
+  EXPECT_EQ(stages[3].serve_args, with_spec);
+  EXPECT_EQ(stages[3].model, stages[2].model);
+  EXPECT_NE(std::find(a.begin(), a.end(), "ngram"), a.end());
+  // Stages 0-4 answer free-form; stage 5 only drops that (the schema, with jump-forward).
+  for (int i = 0; i < 5; ++i) {
+    const auto& args = stages[size_t(i)].serve_args;
+    EXPECT_NE(std::find(args.begin(), args.end(), "--no-task-schema"), args.end()) << i;
+    EXPECT_FALSE(stages[size_t(i)].task_schema) << i;
+  }
+  std::vector<std::string> five = stages[5].serve_args;
+  five.push_back("--no-task-schema");
+  std::vector<std::string> four = stages[4].serve_args;
+  std::sort(five.begin(), five.end());
+  std::sort(four.begin(), four.end());
+  EXPECT_EQ(five, four);
+  EXPECT_TRUE(stages[5].task_schema);
 }
 
 TEST(Stages, OptionDiffListsChangedAddedRemovedAndSkipsIgnored) {
@@ -181,6 +198,8 @@ TEST(Report, MarkdownShowsUnavailableStagesRatiosAndChanges) {
   s0.clean = {0.9, 0.8};
   s0.noisy = {0.8, 0.7};
   s3.stage = default_stages(8)[3];
+  s3.stage.available = false;  // as a stage whose feature is missing is shown
+  s3.stage.reason = "speculative decoding switched off for this test";
   s4 = s0;
   s4.stage = default_stages(8)[4];
   s4.p50_ms = 10;
