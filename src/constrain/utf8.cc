@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "tokenizer/unicode.h"
+
 namespace shrike::constrain {
 
 void CodeSet::normalize() {
@@ -40,21 +42,8 @@ CodeSet CodeSet::intersect(const CodeSet& o) const {
 }
 
 void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(char(cp));
-  } else if (cp < 0x800) {
-    out.push_back(char(0xC0 | (cp >> 6)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(char(0xE0 | (cp >> 12)));
-    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(char(0xF0 | (cp >> 18)));
-    out.push_back(char(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(char(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(char(0x80 | (cp & 0x3F)));
-  }
+  tokenizer::unicode::append_utf8(
+      cp, out);  // the tokenizer's encoder; code points here are < kInvalidBase
 }
 
 bool next_code_point(std::string_view s, size_t& i, uint32_t& cp) {

@@ -7,21 +7,6 @@ namespace {
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
 
-// Length of the UTF-8 character at s[i]; 1 for any byte that does not start a well-formed
-// sequence, so invalid input degrades to single bytes (which then take the byte fallback).
-size_t utf8_len(std::string_view s, size_t i) {
-  const auto c = uint8_t(s[i]);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 1;
-  for (size_t k = 1; k < n; ++k)
-    if ((uint8_t(s[i + k]) & 0xC0) != 0x80) return 1;
-  return n;
-}
-
-bool mergeable(TokenType t) {
-  return t == TokenType::Normal || t == TokenType::UserDefined || t == TokenType::Unused;
-}
-
 // Does the piece hold "▁" after some other character (e.g. "a▁")?
 bool marker_after_text(std::string_view p) {
   size_t i = 0;
@@ -37,7 +22,7 @@ SpmModel::SpmModel(const Vocab& v) : vocab_(v) {
   for (size_t id = 0; id < vocab_.pieces.size(); ++id) {
     const std::string& p = vocab_.pieces[id];
     const TokenType t = vocab_.types[id];
-    if (mergeable(t)) {
+    if (spm_mergeable(t)) {
       piece_to_id_.emplace(p, int32_t(id));  // duplicates: the first id wins
       if (marker_after_text(p)) split_words_ = false;
     }
@@ -112,7 +97,7 @@ void SpmModel::encode_chunk(std::string_view s, Scratch& w, std::vector<int32_t>
   sym.clear();
   heap.clear();
   for (size_t i = 0; i < s.size();) {
-    const size_t n = utf8_len(s, i);
+    const size_t n = spm_utf8_len(s, i);
     const auto idx = int32_t(sym.size());
     sym.push_back({idx - 1, idx + 1, uint32_t(i), uint32_t(n)});
     i += n;

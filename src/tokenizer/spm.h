@@ -14,6 +14,24 @@
 
 namespace shrike::tokenizer {
 
+// The symbols SentencePiece BPE starts from and may merge into, shared by the encoder (spm.cc)
+// and the vocabulary trimmer (vocab_trim.cc), which replays the encoder's merges and must split
+// characters and pick mergeable pieces exactly as it does.
+// Length of the UTF-8 character at s[i]; 1 for any byte that does not start a well-formed
+// sequence, so invalid input degrades to single bytes (which then take the byte fallback).
+inline size_t spm_utf8_len(std::string_view s, size_t i) {
+  const auto c = uint8_t(s[i]);
+  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 1;
+  for (size_t k = 1; k < n; ++k)
+    if ((uint8_t(s[i + k]) & 0xC0) != 0x80) return 1;
+  return n;
+}
+// The pieces merges may produce (first id wins when two share a text).
+inline bool spm_mergeable(TokenType t) {
+  return t == TokenType::Normal || t == TokenType::UserDefined || t == TokenType::Unused;
+}
+
 class SpmModel {
  public:
   explicit SpmModel(const Vocab& v);

@@ -6,42 +6,28 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "tokenizer/spm.h"
+
 namespace shrike::tokenizer {
 namespace {
-
-// Must split characters exactly as spm.cc's utf8_len does: the merge simulation below starts
-// from the same symbols as SpmModel::encode_chunk.
-size_t utf8_len(std::string_view s, size_t i) {
-  const auto c = uint8_t(s[i]);
-  size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || i + n > s.size()) return 1;
-  for (size_t k = 1; k < n; ++k)
-    if ((uint8_t(s[i + k]) & 0xC0) != 0x80) return 1;
-  return n;
-}
-
-// The pieces SentencePiece BPE may merge into, as SpmModel builds them (first id wins).
-bool mergeable(TokenType t) {
-  return t == TokenType::Normal || t == TokenType::UserDefined || t == TokenType::Unused;
-}
 
 using PieceIds = std::unordered_map<std::string_view, int32_t>;
 
 PieceIds mergeable_pieces(const Vocab& v) {
   PieceIds ids;
   for (size_t id = 0; id < v.pieces.size(); ++id)
-    if (mergeable(v.types[id])) ids.emplace(v.pieces[id], int32_t(id));
+    if (spm_mergeable(v.types[id])) ids.emplace(v.pieces[id], int32_t(id));
   return ids;
 }
 
 // encode_chunk's merge loop on one piece's text, quadratic (pieces are short): each step merges
 // the adjacent pair with the highest score, leftmost on ties, as the heap there pops it.
 void merge_products(const Vocab& v, const PieceIds& ids, int32_t id, std::vector<int32_t>& out) {
-  if (!mergeable(v.types[size_t(id)])) return;
+  if (!spm_mergeable(v.types[size_t(id)])) return;
   const std::string_view s = v.pieces[size_t(id)];
   std::vector<std::string_view> sym;
   for (size_t i = 0; i < s.size();) {
-    const size_t n = utf8_len(s, i);
+    const size_t n = spm_utf8_len(s, i);
     sym.push_back(s.substr(i, n));
     i += n;
   }
