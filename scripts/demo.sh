@@ -60,8 +60,13 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 step "serving the final model on http://127.0.0.1:8080 (pid $pid; stop it with: kill $pid)"
-echo "Sample: POST /v1/completions with the task prompt (the /v1/intent route does not exist yet):"
+utterance="where is my order SO12345"
+intent_body="{\"text\": \"$utterance\"}"
+echo "Sample: POST /v1/intent (the served model's own task route; answers follow its schema):"
+echo "  curl -s http://127.0.0.1:8080/v1/intent -H 'Content-Type: application/json' -d '$intent_body'"
+echo -n "  answer: "
+curl -s http://127.0.0.1:8080/v1/intent -H 'Content-Type: application/json' -d "$intent_body"
+echo
+echo "The same through the OpenAI API: POST /v1/completions with the task prompt:"
 echo "  curl -s http://127.0.0.1:8080/v1/completions -H 'Content-Type: application/json' -d '$body'"
-curl -s http://127.0.0.1:8080/v1/completions -H 'Content-Type: application/json' -d "$body" |
-  python3 -c 'import json,sys; print("  answer:", json.load(sys.stdin)["choices"][0]["text"])'
 step "done"
