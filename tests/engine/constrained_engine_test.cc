@@ -16,6 +16,7 @@
 #include "constrain/constraint.h"
 #include "constrain/spec.h"
 #include "engine/engine.h"
+#include "engine/stream_output.h"
 #include "gguf/gguf.h"
 #include "model/synth.h"
 #include "shared_data.h"
@@ -65,28 +66,8 @@ const Loaded& synth() {
   return l;
 }
 
-struct Output {
-  std::vector<int32_t> tokens;
-  std::string text;
-  StreamEvent last;
-};
-
-Output collect(RequestStream& s) {
-  Output o;
-  StreamEvent ev;
-  const auto give_up = Clock::now() + 120s;
-  while (Clock::now() < give_up) {
-    if (!s.next(ev, 100ms)) continue;
-    o.tokens.insert(o.tokens.end(), ev.tokens.begin(), ev.tokens.end());
-    o.text += ev.text;
-    if (ev.finished) {
-      o.last = ev;
-      return o;
-    }
-  }
-  ADD_FAILURE() << "request did not finish within 120 s";
-  return o;
-}
+using test_util::collect;
+using test_util::Output;
 
 EngineConfig config(bool jump_forward = true) {
   EngineConfig c;

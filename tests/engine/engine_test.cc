@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "engine/stream_output.h"
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "model/synth.h"
@@ -62,28 +63,8 @@ const Loaded& synth_f32() {
   return l;
 }
 
-struct Output {
-  std::vector<int32_t> tokens;
-  std::string text;
-  StreamEvent last;
-};
-
-Output collect(RequestStream& s) {
-  Output o;
-  StreamEvent ev;
-  const auto give_up = Clock::now() + 120s;
-  while (Clock::now() < give_up) {
-    if (!s.next(ev, 100ms)) continue;
-    o.tokens.insert(o.tokens.end(), ev.tokens.begin(), ev.tokens.end());
-    o.text += ev.text;
-    if (ev.finished) {
-      o.last = ev;
-      return o;
-    }
-  }
-  ADD_FAILURE() << "request did not finish within 120 s";
-  return o;
-}
+using test_util::collect;
+using test_util::Output;
 
 GenerationRequest greedy_request(std::vector<int32_t> prompt, int64_t max_tokens) {
   GenerationRequest r;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "engine/stream_output.h"
 #include "gguf/gguf.h"
 #include "model/synth.h"
 #include "shared_data.h"
@@ -67,30 +68,8 @@ const model::Model& bad_draft() {
   return *m;
 }
 
-struct Output {
-  std::vector<int32_t> tokens;
-  std::string text;
-  std::vector<TokenLogprob> logprobs;
-  StreamEvent last;
-};
-
-Output collect(RequestStream& s) {
-  Output o;
-  StreamEvent ev;
-  const auto give_up = Clock::now() + 120s;
-  while (Clock::now() < give_up) {
-    if (!s.next(ev, 100ms)) continue;
-    o.tokens.insert(o.tokens.end(), ev.tokens.begin(), ev.tokens.end());
-    o.logprobs.insert(o.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
-    o.text += ev.text;
-    if (ev.finished) {
-      o.last = ev;
-      return o;
-    }
-  }
-  ADD_FAILURE() << "request did not finish within 120 s";
-  return o;
-}
+using test_util::collect;
+using test_util::Output;
 
 EngineConfig config(SpecMode mode, const model::Model* draft = nullptr) {
   EngineConfig c;
