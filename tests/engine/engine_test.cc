@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "engine/loaded_model.h"
 #include "engine/stream_output.h"
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
@@ -24,18 +25,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Loaded {
-  std::unique_ptr<model::Model> model;
-  std::unique_ptr<tokenizer::Tokenizer> tok;
-};
-
-Loaded load_gguf(const std::string& path) {
-  Loaded l;
-  l.model = model::load_model(path);
-  const auto f = gguf::GgufFile::open(path);
-  l.tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::vocab_from_gguf(f));
-  return l;
-}
+using test_util::load_gguf;
+using test_util::Loaded;
 
 // A small model with a 1024-token context (prompts up to 500 tokens plus output).
 Loaded make_synth(DType type) {

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "engine/loaded_model.h"
 #include "engine/stream_output.h"
 #include "gguf/gguf.h"
 #include "model/synth.h"
@@ -23,18 +24,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Loaded {
-  std::unique_ptr<model::Model> model;
-  std::unique_ptr<tokenizer::Tokenizer> tok;
-};
-
-Loaded load_gguf(const std::string& path) {
-  Loaded l;
-  l.model = model::load_model(path);
-  const auto f = gguf::GgufFile::open(path);
-  l.tok = std::make_unique<tokenizer::Tokenizer>(tokenizer::vocab_from_gguf(f));
-  return l;
-}
+using test_util::load_gguf;
+using test_util::Loaded;
 
 std::string stories_path() {
   return testing::shared_dir() + "/reference/stories260K/stories260K.gguf";
