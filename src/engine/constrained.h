@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "constrain/constraint.h"
@@ -36,6 +37,21 @@ class ConstrainedDecoding {
   // Jump-forward: the tokens forced from here, at most `max` (none when jump-forward is off).
   // They are not consumed: the caller advance()s each as it appends it.
   std::vector<int32_t> forced(int64_t max) const;
+
+  // Speculative decoding. draft(): what the constraint lets a sequence draft from here, at most
+  // `max` tokens, from a proposer's continuation: a position where the constraint allows one
+  // token takes it (certain once the drafts before it are accepted; a proposal that disagrees
+  // there is not used further), any other position the proposal's next token while the
+  // constraint allows it; the draft ends at the first token the constraint refuses, when the
+  // proposal runs out at a real choice, or when the constrained text is complete. The cursor is
+  // not moved (a copy walks the draft).
+  std::vector<int32_t> draft(std::span<const int32_t> proposal, int64_t max) const;
+  // Verification of a draft: applies to each of the 1 + draft.size() logit rows the mask of its
+  // position (row i: after draft[0, i)), so each row is sampled as sample() with the mask would,
+  // and sets forced[i] where the position's token is taken without a draw (only_token()).
+  // Returns how many drafts the constraint allows (rows past those are left as they were).
+  size_t mask_rows(std::span<const int32_t> draft, float* rows, int64_t n_vocab,
+                   std::vector<char>* forced) const;
 
  private:
   constrain::ConstraintState state_;

@@ -81,9 +81,8 @@ bool EngineCore::admit() {
       continue;
     }
     Request& added = *requests_.emplace(in.id, std::move(r)).first->second;
-    // Constrained requests do not speculate: drafts would have to be checked against the
-    // constraint's mask row by row (a later step); they decode exactly as without speculation.
-    if (!added.constrained) spec_.add(in.id, in.req.sampling);
+    // A constrained request's drafts are checked against its constraint (see speculation.h).
+    spec_.add(in.id, in.req.sampling, added.constrained.get());
     if (added.constrained) take_forced(in.id, added, forced, int64_t(added.prompt.size()));
   }
   return true;
@@ -194,7 +193,12 @@ void EngineCore::verify(const PlanItem& item, float* rows) {
   const SeqInfo& seq = *scheduler_.find(item.id);
   const int64_t n_vocab = model_.config().vocab_size;
   const int64_t settled = int64_t(seq.tokens.size()) - item.n_draft;
-  const std::vector<int32_t> draft(seq.tokens.begin() + settled, seq.tokens.end());
+  std::vector<int32_t> draft(seq.tokens.begin() + settled, seq.tokens.end());
+  // Constrained: each row is sampled under its position's mask, and a forced position takes its
+  // token without a draw (log probability 0), as choose() does without speculation. Drafts are
+  // checked when proposed, so the constraint allows all of them (resize is a safety net).
+  std::vector<char> forced;
+  if (r.constrained) draft.resize(r.constrained->mask_rows(draft, rows, n_vocab, &forced));
   const decode::Verification v =
       spec_.verify(item.id, r.sampler, rows, n_vocab, draft, r.prompt, r.output.output(), settled);
   metrics_.spec_steps.fetch_add(1);
@@ -208,14 +212,21 @@ void EngineCore::verify(const PlanItem& item, float* rows) {
   for (size_t j = 0; j < v.tokens.size(); ++j) {
     decode::SampleResult s;
     s.token = v.tokens[j];
-    r.sampler.add_logprobs(rows + int64_t(j) * n_vocab, n_vocab, s);
+    if (forced.empty() || !forced[j])
+      r.sampler.add_logprobs(rows + int64_t(j) * n_vocab, n_vocab, s);
     if (!emit(item.id, r, s, settled + int64_t(j))) return;
+    if (r.constrained) {
+      if (!r.constrained->advance(s.token))
+        return end(item.id, FinishReason::Error, "the constraint allows no token here");
+      if (r.constrained->complete()) return end(item.id, FinishReason::Stop);
+    }
   }
   const SeqInfo& after = *scheduler_.find(item.id);
   if (after.n_computed == int64_t(after.tokens.size()))
     scheduler_.append_token(item.id, v.tokens.back());
   else  // the rollback's block copy found no block: the lost positions are recomputed
     scheduler_.push_token(item.id, v.tokens.back());
+  if (r.constrained) jump_forward(item.id, r, int64_t(after.tokens.size()));
 }
 
 bool EngineCore::emit(SeqId id, Request& r, const decode::SampleResult& s, int64_t n_before) {

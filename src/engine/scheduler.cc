@@ -257,8 +257,8 @@ bool Scheduler::add_draft(SeqId id, std::span<const int32_t> draft) {
   if (it == seqs_.end() || draft.empty()) return false;
   SeqInfo& seq = *it->second;
   const int64_t known = int64_t(seq.tokens.size());
-  if (seq.state != SeqState::Running || seq.n_draft != 0 || seq.n_computed != known - 1 ||
-      known + int64_t(draft.size()) > seq.max_len)
+  if (seq.state != SeqState::Running || seq.n_draft != 0 || seq.n_computed >= known ||
+      seq.n_computed < seq.prompt_len || known + int64_t(draft.size()) > seq.max_len)
     return false;
   seq.tokens.insert(seq.tokens.end(), draft.begin(), draft.end());
   seq.n_draft = int64_t(draft.size());

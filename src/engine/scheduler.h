@@ -121,10 +121,11 @@ class Scheduler {
   // sequence is running.
   void append_forced(SeqId id, std::span<const int32_t> tokens);
 
-  // Speculative decoding: appends draft tokens to a decoding sequence (its only uncomputed token
-  // is the last sampled one; no drafts yet). The next plan takes the sampled token and all the
-  // drafts, or drops the drafts (budget or blocks short, preemption). Returns false (and adds
-  // nothing) when the sequence cannot take them: not decoding, or past max_len.
+  // Speculative decoding: appends draft tokens to a decoding sequence (its prompt computed, its
+  // uncomputed tokens the last sampled one and any forced after it by append_forced; no drafts
+  // yet). The next plan takes those tokens and all the drafts in one item, or drops the drafts
+  // (budget or blocks short, preemption). Returns false (and adds nothing) when the sequence
+  // cannot take them: not decoding, or past max_len.
   bool add_draft(SeqId id, std::span<const int32_t> draft);
 
   // Removes a sequence in any state (finished, cancelled, expired), releasing its blocks now.

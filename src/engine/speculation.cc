@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -71,12 +72,13 @@ Speculation::Speculation(const SpeculativeConfig& config, const model::Model& ta
   if (const std::string e = config_.error(target); !e.empty()) throw std::invalid_argument(e);
 }
 
-void Speculation::add(SeqId id, const decode::SamplerParams& params) {
+void Speculation::add(SeqId id, const decode::SamplerParams& params,
+                      const ConstrainedDecoding* constrained) {
   if (!enabled()) return;
   decode::AdaptiveDraftOptions o;
   o.max_k = config_.max_k;
   o.initial_k = std::min(o.initial_k, o.max_k);
-  seqs_.try_emplace(id, params, o);
+  seqs_.try_emplace(id, params, o).first->second.constrained = constrained;
 }
 
 void Speculation::remove(SeqId id) {
@@ -111,7 +113,11 @@ std::vector<std::pair<SeqId, int32_t>> Speculation::allot(const Scheduler& sched
     const auto it = seqs_.find(id);
     const int64_t known = int64_t(info.tokens.size());
     if (budget <= 0) break;
-    if (it == seqs_.end() || info.n_draft != 0 || info.n_computed != known - 1) continue;
+    // Drafts follow the sequence's known tokens: its sampled token, and the tokens jump-forward
+    // forced after it (computed in the same step). Not while the prompt is being computed.
+    if (it == seqs_.end() || info.n_draft != 0 || info.n_computed >= known ||
+        info.n_computed < info.prompt_len)
+      continue;
     Seq& s = it->second;
     if (s.pause > 0) {
       --s.pause;
@@ -120,6 +126,9 @@ std::vector<std::pair<SeqId, int32_t>> Speculation::allot(const Scheduler& sched
     int64_t k = std::min({int64_t(s.adaptive.k()), info.max_len - known, budget});
     // The draft model computes positions up to known + k - 2, within its own context.
     if (config_.mode == SpecMode::Draft) k = std::min(k, draft_capacity(info) - known + 1);
+    // A constrained request ends a forced run one position before the context's end (the
+    // engine's jump-forward rule), sampled tokens at it: drafts stay clear of that edge.
+    if (s.constrained) k = std::min(k, sched.config().context_length - known - 3);
     if (k <= 0) continue;
     out.push_back({id, int32_t(k)});
     budget -= k;
@@ -159,20 +168,31 @@ void Speculation::propose_ngram(Scheduler& sched,
     const size_t have = s.ngram.tokens().size();
     if (have < tokens.size())
       s.ngram.append(std::span<const int32_t>(tokens.data() + have, tokens.size() - have));
-    const std::vector<int32_t> draft = s.ngram.propose(k);
+    std::vector<int32_t> draft = s.ngram.propose(k);
+    if (s.constrained) draft = s.constrained->draft(draft, k);
     if (!draft.empty()) sched.add_draft(id, draft);
   }
 }
 
-int32_t Speculation::draw(Seq& s, float* logits, int32_t i, const SeqInfo& info) {
+int32_t Speculation::draw(Seq& s, float* logits, int32_t i, const SeqInfo& info,
+                          ConstrainedDecoding* walk) {
   const int64_t n_vocab = target_.config().vocab_size;
-  if (s.greedy) return argmax(logits, n_vocab);  // greedy verification needs no q
+  // Constrained: a forced position takes its token (q a point mass), any other draws under the
+  // position's mask, so every draft is one the constraint allows.
+  const int32_t only = walk != nullptr ? walk->only_token() : -1;
+  if (walk != nullptr && only < 0) decode::apply_token_mask(logits, n_vocab, *walk->mask());
+  if (s.greedy) return only >= 0 ? only : argmax(logits, n_vocab);  // greedy needs no q
+  float* q = s.draft_probs.data() + size_t(i) * size_t(n_vocab);
+  if (only >= 0) {
+    std::fill(q, q + n_vocab, 0.0f);
+    q[only] = 1.0f;
+    return only;
+  }
   // Sampling: q is the draft's distribution under the request's own processing.
   const std::span<const int32_t> prompt(info.tokens.data(), size_t(info.prompt_len));
   const std::span<const int32_t> output(info.tokens.data() + info.prompt_len,
                                         info.tokens.size() - size_t(info.prompt_len));
   s.draft_sampler.probabilities(logits, n_vocab, prompt, output, &probs_);
-  float* q = s.draft_probs.data() + size_t(i) * size_t(n_vocab);
   std::fill(q, q + n_vocab, 0.0f);
   for (const auto& tp : probs_) q[tp.token] = float(tp.prob);
   double u = std::uniform_real_distribution<double>(0.0, 1.0)(s.draft_sampler.generator());
@@ -188,6 +208,17 @@ void Speculation::propose_draft(Scheduler& sched,
   const model::Model& draft = *config_.draft;
   const int64_t n_vocab = target_.config().vocab_size;
   std::vector<std::vector<int32_t>> drafts(allotted.size());
+  // Per sequence: its draft length (shorter when its constraint completes or refuses) and, for
+  // a constrained request, a copy of its cursor walking the drafts.
+  std::vector<int32_t> ks(allotted.size());
+  std::vector<std::optional<ConstrainedDecoding>> walks(allotted.size());
+  for (size_t a = 0; a < allotted.size(); ++a) {
+    ks[a] = allotted[a].second;
+    if (const ConstrainedDecoding* c = seqs_.at(allotted[a].first).constrained) {
+      walks[a].emplace(*c);
+      if (walks[a]->complete()) ks[a] = 0;
+    }
+  }
   std::vector<model::BatchSequence> batch;
   std::vector<size_t> member;  // batch entry -> index in allotted
   for (int32_t i = 0;; ++i) {
@@ -195,7 +226,7 @@ void Speculation::propose_draft(Scheduler& sched,
     member.clear();
     for (size_t a = 0; a < allotted.size(); ++a) {
       const auto& [id, k] = allotted[a];
-      if (i >= k) continue;
+      if (i >= ks[a]) continue;
       Seq& s = seqs_.at(id);
       const SeqInfo& info = *sched.find(id);
       const int64_t known = int64_t(info.tokens.size());
@@ -219,11 +250,19 @@ void Speculation::propose_draft(Scheduler& sched,
     for (size_t b = 0; b < batch.size(); ++b) {
       const size_t a = member[b];
       Seq& s = seqs_.at(allotted[a].first);
-      drafts[a].push_back(
-          draw(s, logits_.data() + b * size_t(n_vocab), i, *sched.find(allotted[a].first)));
+      ConstrainedDecoding* walk = walks[a] ? &*walks[a] : nullptr;
+      const int32_t t =
+          draw(s, logits_.data() + b * size_t(n_vocab), i, *sched.find(allotted[a].first), walk);
+      if (walk != nullptr && !walk->advance(t)) {  // nothing allowed was drawn: stop here
+        ks[a] = i;
+        continue;
+      }
+      drafts[a].push_back(t);
+      if (walk != nullptr && walk->complete()) ks[a] = i + 1;  // nothing can follow
     }
   }
-  for (size_t a = 0; a < allotted.size(); ++a) sched.add_draft(allotted[a].first, drafts[a]);
+  for (size_t a = 0; a < allotted.size(); ++a)
+    if (!drafts[a].empty()) sched.add_draft(allotted[a].first, drafts[a]);
 }
 
 void Speculation::planned(const Scheduler& sched) {

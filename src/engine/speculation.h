@@ -10,6 +10,13 @@
 // draft_token_budget against SpeculativeConfig::max_batch_tokens): a step of many sequences is
 // no longer memory-bound, and extra rows cost what they would save.
 //
+// A constrained request speculates too: its drafts are walked through a copy of its constraint
+// cursor (ConstrainedDecoding::draft: cut at the first token the constraint refuses, forced
+// positions take the forced token, the draft model draws under the mask), and verification
+// samples each row under its position's mask (ConstrainedDecoding::mask_rows), so the output is
+// constrained decoding's without speculation. Drafts may follow the forced tokens jump-forward
+// appended (they are known tokens, computed in the same step as the drafts).
+//
 // The draft model has its own per-sequence contiguous KV caches (its weights and caches are small
 // next to the target's), kept in step: a sequence's draft cache holds positions whose tokens are
 // settled, and is truncated after verification to what was accepted.
@@ -26,6 +33,7 @@
 #include "core/thread_pool.h"
 #include "decode/sampler.h"
 #include "decode/speculative.h"
+#include "engine/constrained.h"
 #include "engine/scheduler.h"
 #include "kv/contiguous_kv.h"
 #include "model/model.h"
@@ -69,8 +77,10 @@ class Speculation {
   Speculation(const SpeculativeConfig& config, const model::Model& target, ThreadPool& threads);
   bool enabled() const { return config_.enabled(); }
 
-  // A request joins / leaves (its per-sequence state).
-  void add(SeqId id, const decode::SamplerParams& params);
+  // A request joins / leaves (its per-sequence state). constrained: the request's constraint
+  // cursor (owned by the caller, alive until remove()), which its drafts must satisfy.
+  void add(SeqId id, const decode::SamplerParams& params,
+           const ConstrainedDecoding* constrained = nullptr);
   void remove(SeqId id);
 
   // Before Scheduler::schedule: drafts for the decoding sequences, handed to the scheduler.
@@ -99,6 +109,7 @@ class Speculation {
     std::unique_ptr<kv::ContiguousKvCache> draft_kv;
     std::vector<float> draft_probs;  // [k][vocab]: q of each draft token (sampling only)
     bool greedy = true;
+    const ConstrainedDecoding* constrained = nullptr;
     int32_t pause = 0;  // steps left without speculation (acceptance too low)
   };
   // How many draft tokens each decoding sequence gets this step (0: none).
@@ -106,8 +117,9 @@ class Speculation {
   void propose_ngram(Scheduler& sched, const std::vector<std::pair<SeqId, int32_t>>& allotted);
   void propose_draft(Scheduler& sched, const std::vector<std::pair<SeqId, int32_t>>& allotted);
   int64_t draft_capacity(const SeqInfo& info) const;
-  // Draws one draft token from a row of the draft model's logits (q kept when sampling).
-  int32_t draw(Seq& s, float* logits, int32_t i, const SeqInfo& info);
+  // Draws one draft token from a row of the draft model's logits (q kept when sampling); under
+  // the constraint's mask at this position when `walk` is given.
+  int32_t draw(Seq& s, float* logits, int32_t i, const SeqInfo& info, ConstrainedDecoding* walk);
 
   SpeculativeConfig config_;
   const model::Model& target_;

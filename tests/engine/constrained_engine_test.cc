@@ -2,7 +2,8 @@
 // ends with FinishReason::Stop when the constraint is complete; jump-forward gives the same
 // tokens as stepping through forced positions one model call each (greedy and sampled), in fewer
 // model calls; many constrained requests at once give their solo outputs; a constraint fully
-// forced from the start needs no model call. On a random-weight synth model and stories260K.
+// forced from the start needs no model call; speculative decoding (prompt lookup, a draft model)
+// gives constrained decoding's outputs. On a random-weight synth model and stories260K.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -44,25 +45,28 @@ Loaded load_gguf(const std::string& path) {
   return l;
 }
 
+Loaded make_synth(uint64_t seed) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("shrike_constrained_engine_" + std::to_string(getpid()) + "_" +
+                     std::to_string(seed) + ".gguf");
+  model::SynthOptions o;
+  o.dim = 64;
+  o.n_layers = 2;
+  o.n_heads = 4;
+  o.n_kv_heads = 2;
+  o.ffn_dim = 128;
+  o.vocab = 512;
+  o.context_length = 1024;
+  o.type = DType::F32;
+  o.seed = seed;
+  model::write_synth_model(o, path.string());
+  Loaded m = load_gguf(path.string());
+  std::filesystem::remove(path);
+  return m;
+}
+
 const Loaded& synth() {
-  static const Loaded l = [] {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("shrike_constrained_engine_" + std::to_string(getpid()) + ".gguf");
-    model::SynthOptions o;
-    o.dim = 64;
-    o.n_layers = 2;
-    o.n_heads = 4;
-    o.n_kv_heads = 2;
-    o.ffn_dim = 128;
-    o.vocab = 512;
-    o.context_length = 1024;
-    o.type = DType::F32;
-    o.seed = 11;
-    model::write_synth_model(o, path.string());
-    Loaded m = load_gguf(path.string());
-    std::filesystem::remove(path);
-    return m;
-  }();
+  static const Loaded l = make_synth(11);
   return l;
 }
 
@@ -231,6 +235,104 @@ TEST(ConstrainedEngine, MaxTokensCutsAForcedRun) {
   EXPECT_EQ(out[0].tokens.size(), 3u);
   EXPECT_EQ(out[0].last.finish_reason, FinishReason::Length);
   EXPECT_EQ(out[0].last.completion_tokens, 3);
+}
+
+// Prompts holding answers the constraints allow, for prompt lookup to find.
+const std::vector<std::string> kSpecPrompts = {
+    R"(Repeat: {"intent":"book_flight","slots":{"city":"Paris"}} and again {"intent":"bo)",
+    "id-042: yes, id-042: yes, id-0", "alpha centauri or gamma ray, gamma", "x"};
+
+// Speculative decoding of constrained requests: drafts are cut where the constraint refuses them
+// (forced positions take the forced token) and each verified row is sampled under its
+// position's mask, so greedy outputs, logprobs included, are constrained decoding's without
+// speculation: with prompt lookup (prompts that contain allowed answers), the model as its own
+// draft (drafts mostly right) and a random model as the draft (mostly wrong), with and without
+// jump-forward, alone and all at once. Sampled outputs stay valid and complete.
+TEST(ConstrainedEngine, SpeculationGivesNonSpeculativeOutputs) {
+  const Loaded& m = synth();
+  static const Loaded random_draft = make_synth(23);
+  const std::vector<std::string> prompts = kSpecPrompts;
+  // Drafts proposed and accepted per proposer (ngram, self, random), summed over constraints.
+  int64_t proposed[3] = {}, accepted[3] = {};
+  for (const auto& spec : specs()) {
+    for (const bool jump : {true, false}) {
+      std::vector<GenerationRequest> reqs;
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        reqs.push_back(request(m, spec, prompts[i]));
+        reqs.back().sampling.logprobs = true;
+        reqs.back().sampling.top_logprobs = 2;
+      }
+      const auto want = run(m, reqs, config(jump));
+      const std::vector<std::pair<SpecMode, const model::Model*>> proposers = {
+          {SpecMode::Ngram, nullptr},
+          {SpecMode::Draft, m.model.get()},
+          {SpecMode::Draft, random_draft.model.get()}};
+      for (size_t p = 0; p < proposers.size(); ++p) {
+        const auto& [mode, draft] = proposers[p];
+        EngineConfig c = config(jump);
+        c.spec.mode = mode;
+        c.spec.draft = draft;
+        c.spec.max_k = 5;
+        c.spec.max_batch_tokens = 256;  // speculate in every step, however many sequences run
+        for (const bool concurrent : {false, true}) {
+          SCOPED_TRACE(std::string(constrain::kind_name(spec.kind)) + " " + spec_mode_name(mode) +
+                       (draft == m.model.get() ? " (self)" : "") + (jump ? " jump-forward" : "") +
+                       (concurrent ? " concurrent" : ""));
+          const auto got = run(m, reqs, c, concurrent);
+          for (size_t i = 0; i < reqs.size(); ++i) {
+            EXPECT_EQ(got[i].tokens, want[i].tokens) << prompts[i];
+            EXPECT_EQ(got[i].text, want[i].text) << prompts[i];
+            EXPECT_EQ(got[i].last.finish_reason, want[i].last.finish_reason) << prompts[i];
+            ASSERT_EQ(got[i].logprobs.size(), want[i].logprobs.size()) << prompts[i];
+            for (size_t j = 0; j < got[i].logprobs.size(); ++j) {
+              EXPECT_EQ(got[i].logprobs[j].logprob, want[i].logprobs[j].logprob) << i << " " << j;
+              ASSERT_EQ(got[i].logprobs[j].top.size(), want[i].logprobs[j].top.size());
+              for (size_t t = 0; t < got[i].logprobs[j].top.size(); ++t)
+                EXPECT_EQ(got[i].logprobs[j].top[t].token, want[i].logprobs[j].top[t].token);
+            }
+            EXPECT_TRUE(got[i].last.speculative);
+            EXPECT_LE(got[i].last.spec_accepted, got[i].last.spec_proposed);
+            proposed[p] += got[i].last.spec_proposed;
+            accepted[p] += got[i].last.spec_accepted;
+          }
+        }
+      }
+    }
+  }
+  // Every proposer drafted (prompt lookup finds the answers in the prompts); the model as its
+  // own draft is mostly right.
+  for (int p = 0; p < 3; ++p) EXPECT_GT(proposed[p], 0) << p;
+  EXPECT_GT(accepted[0], 0);
+  EXPECT_GT(accepted[1], proposed[1] / 2);
+}
+
+TEST(ConstrainedEngine, SpeculativeSamplingStaysValid) {
+  const Loaded& m = synth();
+  for (const SpecMode mode : {SpecMode::Ngram, SpecMode::Draft}) {
+    EngineConfig c = config();
+    c.spec.mode = mode;
+    c.spec.draft = m.model.get();
+    c.spec.max_batch_tokens = 256;
+    const std::vector<ConstraintSpec> all = specs();
+    std::vector<GenerationRequest> reqs;
+    for (const auto& spec : all)
+      for (size_t i = 0; i < kSpecPrompts.size(); ++i)
+        reqs.push_back(request(m, spec, kSpecPrompts[i], 1.0f, 40 + i));
+    const auto out = run(m, reqs, c, true);
+    int64_t proposed = 0;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const ConstraintSpec& spec = all[i / kSpecPrompts.size()];
+      EXPECT_TRUE(valid(spec, out[i].text)) << out[i].text;
+      EXPECT_EQ(out[i].last.finish_reason, FinishReason::Stop);
+      EXPECT_LE(out[i].last.spec_accepted, out[i].last.spec_proposed);
+      proposed += out[i].last.spec_proposed;
+    }
+    // The model as its own draft drafts at every real choice (prompt lookup may find nothing
+    // along the sampled paths).
+    if (mode == SpecMode::Draft) {
+      EXPECT_GT(proposed, 0);
+    }
+  }
 }
 
 }  // namespace

@@ -357,6 +357,21 @@ TEST(Scheduler, DraftsArePlannedWholeAndKeptOutOfThePrefixCache) {
   tight.step();
   EXPECT_FALSE(tight.sched.add_draft(1, draft));
   EXPECT_TRUE(tight.sched.add_draft(1, std::vector<int32_t>{5}));
+
+  // After jump-forward's known tokens (constrained decoding): the sampled token, the forced ones
+  // and the drafts are one item whose last 1 + n_draft rows are verified.
+  FakeEngine forced(continuous(64), 64, 16);
+  ASSERT_TRUE(forced.add(1, range(0, 5), 40));
+  EXPECT_FALSE(forced.sched.add_draft(1, draft));  // the prompt is not computed yet
+  forced.step();
+  forced.sched.append_forced(1, std::vector<int32_t>{20, 21, 22});
+  ASSERT_TRUE(forced.sched.add_draft(1, draft));
+  plan = forced.sched.schedule(forced.now);
+  ASSERT_EQ(plan.items.size(), 1u);
+  EXPECT_EQ(plan.items[0].pos0, 5);
+  EXPECT_EQ(plan.items[0].n_tokens, 8);
+  EXPECT_EQ(plan.items[0].n_draft, 4);
+  EXPECT_TRUE(plan.items[0].samples);
 }
 
 TEST(Scheduler, MaxSeqsIsRespected) {
