@@ -9,9 +9,13 @@
 
 #include "cli/commands.h"
 #include "cli/kv_options.h"
+#include "cli/model_files.h"
 #include "cli/spec_run.h"
+#include "constrain/spec.h"
 #include "data/example.h"
+#include "data/task_definition.h"
 #include "data/task_format.h"
+#include "gguf/gguf.h"
 #include "kernels/isa.h"
 #include "kv/contiguous_kv.h"
 #include "model_bench/model_bench.h"
@@ -34,19 +38,37 @@ struct BenchArgs {
   std::vector<std::string> spec_prompts;
   std::string spec_task;
   int64_t spec_limit = 50;
+  bool spec_schema = false;
+  int spec_concurrency = 0;
 };
+
+// The constraint serve puts on a task model's answers: the schema of the task it carries.
+std::shared_ptr<const constrain::Constraint> task_constraint(const std::string& path,
+                                                             int64_t vocab) {
+  const auto task = data::task_from_gguf(gguf::GgufFile::open(path));
+  if (!task)
+    throw std::invalid_argument(path +
+                                ": --spec-schema needs a task model (no shrike.task.* keys)");
+  constrain::ConstraintSpec spec{constrain::ConstraintSpec::Kind::JsonSchema, {}, {}, {}};
+  spec.schema = data::task_schema(*task);
+  const auto tok = load_tokenizer(path, "", vocab);
+  return std::make_shared<const constrain::Constraint>(constrain::compile(spec),
+                                                       constrain::TokenVocab::from_tokenizer(*tok));
+}
 
 int run_bench(BenchArgs a) {
   resolve_kv_cache_options(a.kv_args, a.kv);
   auto m = model::load_model(a.model);
   if (a.spec.mode != "off") {  // speculative generation against plain, through the engine
-    SpecBenchOptions o{a.model, a.spec_prompts, false, a.n, a.threads, a.repeats, a.json};
+    SpecBenchOptions o{a.model, a.spec_prompts, false, a.n, a.threads, a.repeats, a.json, {}, 0};
     if (!a.spec_task.empty()) {  // task prompts, as training and evaluation encode them
       const auto examples = data::read_examples(a.spec_task);
       for (size_t i = 0; i < examples.size() && int64_t(i) < a.spec_limit; ++i)
         o.prompts.push_back(data::task_prompt(examples[i].text));
       o.bos = true;
     }
+    o.concurrency = a.spec_concurrency;
+    if (a.spec_schema) o.constraint = task_constraint(a.model, m->config().vocab_size);
     return run_spec_bench(*m, a.spec, o);
   }
   ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
@@ -140,6 +162,13 @@ Runner add_bench(CLI::App& app) {
   app.add_option("--spec-task", a->spec_task,
                  "with --spec: the task prompts of a JSONL split (e.g. data/test.jsonl)");
   app.add_option("--spec-limit", a->spec_limit, "with --spec-task: examples used (50)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--spec-schema", a->spec_schema,
+               "with --spec: constrain answers to the task schema the model carries "
+               "(shrike.task.*), with jump-forward, as serve does");
+  app.add_option("--spec-concurrency", a->spec_concurrency,
+                 "with --spec: also run every prompt C at a time and count answers that differ "
+                 "from plain greedy alone, and KV blocks left in use")
       ->check(CLI::PositiveNumber);
   app.add_flag("--roofline", a->roofline,
                "also measure read bandwidth and decode's fraction of it");

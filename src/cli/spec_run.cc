@@ -82,7 +82,41 @@ struct BenchSide {
   std::unique_ptr<engine::Engine> engine;
   std::vector<double> tok_s, latency;
   int mismatches = 0;
+  int mismatches_loaded = 0;  // under load (SpecBenchOptions::concurrency)
+  int64_t blocks_left = 0;    // KV blocks in use after the loaded pass
 };
+
+// The loaded pass: all prompts `concurrency` at a time through a fresh engine of the side's
+// settings with room for them; counts answers that differ from `reference`.
+void loaded_pass(BenchSide& side, const model::Model& m, const tokenizer::Tokenizer& tok,
+                 const std::vector<engine::GenerationRequest>& reqs,
+                 const std::vector<std::vector<int32_t>>& reference, int concurrency) {
+  engine::EngineConfig c = side.engine->config();
+  c.scheduler.max_seqs = concurrency;
+  c.scheduler.prefix_caching = true;
+  c.kv_blocks = 0;  // enough for max_seqs sequences (within kv_cache_bytes)
+  engine::Engine e(m, tok, c);
+  for (size_t from = 0; from < reqs.size(); from += size_t(concurrency)) {
+    const size_t to = std::min(reqs.size(), from + size_t(concurrency));
+    std::vector<std::shared_ptr<engine::RequestStream>> streams;
+    for (size_t i = from; i < to; ++i) {
+      engine::SubmitResult s = e.submit(reqs[i]);
+      if (s.status != engine::SubmitStatus::Accepted) throw std::invalid_argument(s.message);
+      streams.push_back(std::move(s.stream));
+    }
+    for (size_t i = from; i < to; ++i) {
+      std::vector<int32_t> tokens;
+      engine::StreamEvent ev;
+      while (!ev.finished)
+        if (streams[i - from]->next(ev, std::chrono::milliseconds(1000)))
+          tokens.insert(tokens.end(), ev.tokens.begin(), ev.tokens.end());
+      if (ev.finish_reason == engine::FinishReason::Error) throw std::runtime_error(ev.error);
+      if (tokens != reference[i]) ++side.mismatches_loaded;
+    }
+  }
+  // A finished request's blocks go back before its final event: none may be left now.
+  side.blocks_left = e.gauges().kv_blocks_used;
+}
 
 std::vector<std::string> split_modes(const std::string& s) {
   std::vector<std::string> out;
@@ -129,24 +163,33 @@ int run_spec_bench(const model::Model& m, const SpecArgs& spec, const SpecBenchO
   const int threads = o.threads > 0 ? o.threads : default_thread_count();
   std::vector<BenchSide> sides = bench_sides(m, *tok, spec, threads);
   const std::vector<std::string>& prompts = o.prompts.empty() ? builtin_prompts() : o.prompts;
+  std::vector<engine::GenerationRequest> reqs;
+  for (const std::string& p : prompts) {
+    engine::GenerationRequest req;
+    req.prompt = tok->encode(p, o.bos || m.config().add_bos);
+    req.max_tokens = o.n;
+    req.constraint = o.constraint;
+    reqs.push_back(std::move(req));
+  }
+  std::vector<std::vector<int32_t>> references(reqs.size());  // plain greedy, alone
   for (int r = 0; r < o.repeats; ++r)
-    for (const std::string& p : prompts) {
-      engine::GenerationRequest req;
-      req.prompt = tok->encode(p, o.bos || m.config().add_bos);
-      req.max_tokens = o.n;
-      std::vector<int32_t> reference;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const engine::GenerationRequest& req = reqs[i];
+      std::vector<int32_t>& reference = references[i];
       for (BenchSide& side : sides) {  // interleaved: every side on this prompt, in turn
         const EngineRun run = run_one(*side.engine, req);
         const double decode_s = run.seconds - run.first_token_seconds;
         if (run.tokens.size() > 1 && decode_s > 0)
           side.tok_s.push_back(double(run.tokens.size() - 1) / decode_s);
         side.latency.push_back(run.seconds);
-        if (&side == &sides.front())
+        if (&side == &sides.front() && r == 0)
           reference = run.tokens;
         else if (run.tokens != reference)  // greedy: the same tokens either way
           ++side.mismatches;
       }
     }
+  if (o.concurrency > 0)
+    for (BenchSide& side : sides) loaded_pass(side, m, *tok, reqs, references, o.concurrency);
   const double tok0 = median(sides.front().tok_s), lat0 = median(sides.front().latency);
   nlohmann::json j;
   j["threads"] = threads;
@@ -154,14 +197,19 @@ int run_spec_bench(const model::Model& m, const SpecArgs& spec, const SpecBenchO
   j["repeats"] = o.repeats;
   j["max_tokens"] = o.n;
   j["spec_k"] = spec.k;
+  j["constrained"] = o.constraint != nullptr;
+  j["concurrency"] = o.concurrency;
   if (!o.json)
     std::printf(
         "speculative decoding: %d threads, %zu prompts x %d repeats, up to %lld tokens, "
         "k <= %d (medians, interleaved)\n"
-        "| side | decode tok/s | answer ms | tok/s vs off | latency vs off | acceptance | "
-        "accepted/step | draft time | differs |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        threads, prompts.size(), o.repeats, (long long)o.n, spec.k);
+        "%s| side | decode tok/s | answer ms | tok/s vs off | latency vs off | acceptance | "
+        "accepted/step | draft time | differs |%s\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|%s\n",
+        threads, prompts.size(), o.repeats, (long long)o.n, spec.k,
+        o.constraint ? "answers constrained to the task's schema (jump-forward on)\n" : "",
+        o.concurrency > 0 ? " differs under load | blocks left |" : "",
+        o.concurrency > 0 ? "---:|---:|" : "");
   for (const BenchSide& side : sides) {
     const auto& mt = side.engine->metrics();
     const double proposed = double(mt.spec_proposed.load());
@@ -183,10 +231,18 @@ int run_spec_bench(const model::Model& m, const SpecArgs& spec, const SpecBenchO
                           {"mean_accepted_per_step", per_step},
                           {"draft_time_share", share},
                           {"differs", side.mismatches}});
-    if (!o.json)
-      std::printf("| %s | %.1f | %.2f | %.2fx | %.2fx | %.1f%% | %.2f | %.1f%% | %d |\n",
+    if (o.concurrency > 0) {
+      j["sides"].back()["differs_under_load"] = side.mismatches_loaded;
+      j["sides"].back()["blocks_left"] = side.blocks_left;
+    }
+    if (!o.json) {
+      std::printf("| %s | %.1f | %.2f | %.2fx | %.2fx | %.1f%% | %.2f | %.1f%% | %d |",
                   side.label.c_str(), tok, lat * 1e3, speed, faster, 100 * acc, per_step,
                   100 * share, side.mismatches);
+      if (o.concurrency > 0)
+        std::printf(" %d | %lld |", side.mismatches_loaded, (long long)side.blocks_left);
+      std::printf("\n");
+    }
   }
   if (o.json) std::printf("%s\n", j.dump().c_str());
   return 0;

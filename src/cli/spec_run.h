@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/spec_options.h"
+#include "constrain/constraint.h"
 #include "engine/engine.h"
 #include "tokenizer/tokenizer.h"
 
@@ -36,10 +37,17 @@ struct SpecBenchOptions {
   int64_t n = 64;
   int threads = 0, repeats = 3;
   bool json = false;
+  // Every request under this constraint (the task model's schema), with jump-forward.
+  std::shared_ptr<const constrain::Constraint> constraint;
+  // Greedy identity under load: after the timed runs, every side also runs all prompts
+  // `concurrency` at a time (one engine with room for them, prefix cache on) and counts the
+  // answers that differ from plain greedy alone, and the KV blocks still in use afterwards.
+  int concurrency = 0;
 };
 
 // `bench --spec`: greedy generation of each prompt with speculation off and on, interleaved,
-// repeats times; medians of decode tokens/s and latency, acceptance, draft time share.
+// repeats times; medians of decode tokens/s and latency, acceptance, draft time share; answers
+// that differ from plain greedy's, alone and (o.concurrency) under load.
 int run_spec_bench(const model::Model& m, const SpecArgs& spec, const SpecBenchOptions& o);
 
 }  // namespace shrike::cli
