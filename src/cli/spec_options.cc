@@ -20,6 +20,11 @@ void add_spec_options(CLI::App& app, SpecArgs& args, const std::string& spec_fla
                  "longer memory-bound)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--spec-row-cost", args.row_cost,
+                 "prompt lookup drafts only as many tokens as its matches pay for: the cost of "
+                 "one more verified row relative to a one-token step (0: measured)")
+      ->check(CLI::Range(0.0, 0.999999))
+      ->capture_default_str();
 }
 
 engine::SpeculativeConfig resolve_spec_options(const SpecArgs& args, const model::Model& target,
@@ -28,6 +33,7 @@ engine::SpeculativeConfig resolve_spec_options(const SpecArgs& args, const model
   c.mode = engine::parse_spec_mode(args.mode);
   c.max_k = args.k;
   c.max_batch_tokens = args.max_batch;
+  c.row_cost = args.row_cost;
   if (c.mode == engine::SpecMode::Draft) {
     if (args.draft.empty()) throw std::invalid_argument("--spec draft needs --draft MODEL");
     draft_holder = model::load_model(args.draft);

@@ -1,5 +1,5 @@
 // The speculative-decoding options `serve`, `generate` and `bench` share (--spec, --draft,
-// --spec-k, --spec-max-batch), registered once, and the draft model they load.
+// --spec-k, --spec-max-batch, --spec-row-cost), registered once, and the draft model they load.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,6 +16,7 @@ struct SpecArgs {
   std::string draft;         // --draft MODEL
   int32_t k = 4;             // --spec-k: longest draft
   int64_t max_batch = 6;     // --spec-max-batch: speculate below this many tokens per step
+  double row_cost = engine::SpeculativeConfig{}.row_cost;  // --spec-row-cost
 };
 
 // Registers the options on app; spec_flag is the name of the mode option ("--spec").

@@ -65,8 +65,9 @@ void NgramProposer::clear() {
   for (auto& m : index_) m.clear();
 }
 
-std::vector<int32_t> NgramProposer::propose(int32_t k) const {
+std::vector<int32_t> NgramProposer::propose(int32_t k, int32_t* matched) const {
   const size_t size = tokens_.size();
+  if (matched != nullptr) *matched = 0;
   if (k <= 0) return {};
   for (int32_t n = std::min<int64_t>(max_ngram_, int64_t(size)); n >= min_ngram_; --n) {
     const auto& map = index_[size_t(n - min_ngram_)];
@@ -77,6 +78,7 @@ std::vector<int32_t> NgramProposer::propose(int32_t k) const {
                     tokens_.end() - n))
       continue;  // hash collision
     const size_t stop = std::min(size, follow + size_t(k));
+    if (matched != nullptr) *matched = n;
     return {tokens_.begin() + long(follow), tokens_.begin() + long(stop)};
   }
   return {};
@@ -169,6 +171,44 @@ void AdaptiveDraftLength::update(int32_t proposed, int32_t accepted) {
   rate_ += o_.weight * (step_rate - rate_);
   if (rate_ < o_.lower) k_ = std::max(o_.min_k, k_ - 1);
   if (rate_ > o_.raise) k_ = std::min(o_.max_k, k_ + 1);
+}
+
+DraftWorth::DraftWorth(double decay) : decay_(decay) {
+  if (!(decay > 0 && decay <= 1)) throw std::invalid_argument("draft worth: need 0 < decay <= 1");
+}
+
+int32_t DraftWorth::worth(int32_t max_k, double row_cost) const {
+  const double r = rate();
+  int32_t k = 0;
+  for (double gain = r; k < max_k && gain > row_cost; gain *= r) ++k;
+  return k;
+}
+
+void StepCost::observe(int64_t tokens, double seconds) {
+  if (tokens < 1 || tokens > max_ || !(seconds > 0)) return;
+  const double n = double(tokens);
+  s0_ = s0_ * decay_ + 1;
+  s1_ = s1_ * decay_ + n;
+  s2_ = s2_ * decay_ + n * n;
+  t0_ = t0_ * decay_ + seconds;
+  t1_ = t1_ * decay_ + n * seconds;
+}
+
+double StepCost::row_cost(double fallback) const {
+  const double det = s0_ * s2_ - s1_ * s1_;
+  // Too few steps, or all of one size: the slope is not determined.
+  if (s0_ < 8 || det < 1e-3 * s0_ * s0_) return fallback;
+  const double b = (s0_ * t1_ - s1_ * t0_) / det;
+  const double a = (t0_ - b * s1_) / s0_;
+  if (!(a + b > 0)) return fallback;
+  return std::clamp(b / (a + b), 0.01, 0.95);
+}
+
+void DraftWorth::update(int32_t proposed, int32_t accepted) {
+  if (proposed <= 0) return;
+  accepted = std::clamp(accepted, 0, proposed);
+  accepted_ = accepted_ * decay_ + accepted;
+  rejected_ = rejected_ * decay_ + (accepted < proposed ? 1 : 0);
 }
 
 bool should_speculate(int64_t batch_tokens, int64_t max_batch_tokens) {

@@ -34,7 +34,8 @@ class NgramProposer {
 
   // Up to k tokens that followed the most recent earlier occurrence of the longest matching
   // suffix (fewer when the sequence ends sooner; none without a match or for k <= 0).
-  std::vector<int32_t> propose(int32_t k) const;
+  // matched: the length of that suffix (0 without a match).
+  std::vector<int32_t> propose(int32_t k, int32_t* matched = nullptr) const;
   const std::vector<int32_t>& tokens() const { return tokens_; }
 
  private:
@@ -98,6 +99,46 @@ class AdaptiveDraftLength {
   AdaptiveDraftOptions o_;
   int32_t k_;
   double rate_;
+};
+
+// Whether drafting pays, from what drafts of one kind (e.g. prompt lookup's matches of one
+// length) have done so far: each draft token is taken as accepted with probability r, the ones
+// after it only if it was, so the i-th draft adds r^i expected tokens to a step and costs
+// row_cost (one more verified row, relative to a one-token step). The longest draft worth
+// verifying is the largest i with r^i > row_cost. r is estimated from decayed counts of
+// accepted drafts and of first rejections (a step of k drafts that accepts a < k is a tokens
+// accepted and one rejected), with one of each as the prior.
+class DraftWorth {
+ public:
+  // Throws std::invalid_argument unless 0 < decay <= 1.
+  explicit DraftWorth(double decay = 0.95);
+  double rate() const { return (accepted_ + 1) / (accepted_ + rejected_ + 2); }
+  // The longest draft worth verifying, at most max_k (0: drafting does not pay).
+  int32_t worth(int32_t max_k, double row_cost) const;
+  void update(int32_t proposed, int32_t accepted);
+
+ private:
+  double decay_;
+  double accepted_ = 0, rejected_ = 0;
+};
+
+// What one more token in a step costs relative to a one-token step, measured: a least-squares
+// line time = a + b * tokens over the recent steps of at most max_tokens tokens (older steps
+// weigh less by `decay` per step); the cost is b / (a + b). Small models whose weights stay in
+// cache are compute-bound, and each verified row costs a third of a step or more; large ones
+// are memory-bound and a row costs a few percent.
+class StepCost {
+ public:
+  explicit StepCost(int64_t max_tokens = 8, double decay = 0.995)
+      : max_(max_tokens), decay_(decay) {}
+  void observe(int64_t tokens, double seconds);
+  // The measured cost, or `fallback` until steps of different sizes have been seen.
+  double row_cost(double fallback) const;
+
+ private:
+  int64_t max_;
+  double decay_;
+  double s0_ = 0, s1_ = 0, s2_ = 0, t0_ = 0, t1_ = 0;
 };
 
 // Speculation trades compute for fewer memory-bound steps: it pays only while a step's weights

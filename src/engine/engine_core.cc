@@ -148,8 +148,9 @@ bool EngineCore::execute(const StepPlan& plan, Clock::time_point now) {
     const auto t0 = Clock::now();
     model_.forward_batch(batch_.data(), int64_t(batch_.size()), logits_.data(), threads_, scratch_,
                          forward_options_);
-    metrics_.forward_ns.fetch_add(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
+    metrics_.forward_ns.fetch_add(ns.count());
+    spec_.observe_step(plan.total_tokens(), double(ns.count()) * 1e-9);
   } catch (const std::exception& e) {
     // Should not happen (the scheduler and submit() validate everything); fail the step's
     // requests rather than the whole server.

@@ -13,6 +13,7 @@ namespace {
 // for a while (a 2-row step costs more than a 1-row one), then tries again.
 constexpr double kPauseBelow = 0.1;
 constexpr int32_t kPauseSteps = 16;
+constexpr int64_t kExploreEvery = 16;
 
 int32_t argmax(const float* x, int64_t n) {
   return int32_t(std::max_element(x, x + n) - x);
@@ -47,6 +48,8 @@ SpecMode parse_spec_mode(const std::string& s) {
 std::string SpeculativeConfig::error(const model::Model& target) const {
   if (max_k < 1 || max_k > 16) return "spec-k must be in [1, 16]";
   if (max_batch_tokens < 1) return "the speculation batch limit must be >= 1";
+  if (!(row_cost >= 0 && row_cost < 1))
+    return "the speculation row cost must be in [0, 1) (0: measured)";
   if (mode != SpecMode::Draft) return {};
   if (draft == nullptr) return "speculation with a draft model needs --draft MODEL";
   if (draft->config().vocab_size != target.config().vocab_size)
@@ -70,6 +73,8 @@ Speculation::Speculation(const SpeculativeConfig& config, const model::Model& ta
                          ThreadPool& threads)
     : config_(config), target_(target), threads_(threads) {
   if (const std::string e = config_.error(target); !e.empty()) throw std::invalid_argument(e);
+  ngram_worth_.assign(size_t(decode::NgramProposer::kMaxNgram + 1), decode::DraftWorth());
+  ngram_skipped_.assign(ngram_worth_.size(), 0);
 }
 
 void Speculation::add(SeqId id, const decode::SamplerParams& params,
@@ -161,6 +166,7 @@ double Speculation::propose(Scheduler& sched) {
 
 void Speculation::propose_ngram(Scheduler& sched,
                                 const std::vector<std::pair<SeqId, int32_t>>& allotted) {
+  const double cost = row_cost();
   for (const auto& [id, k] : allotted) {
     Seq& s = seqs_.at(id);
     const std::vector<int32_t>& tokens = sched.find(id)->tokens;
@@ -168,8 +174,17 @@ void Speculation::propose_ngram(Scheduler& sched,
     const size_t have = s.ngram.tokens().size();
     if (have < tokens.size())
       s.ngram.append(std::span<const int32_t>(tokens.data() + have, tokens.size() - have));
-    std::vector<int32_t> draft = s.ngram.propose(k);
+    int32_t matched = 0;
+    std::vector<int32_t> draft = s.ngram.propose(k, &matched);
+    if (draft.empty()) continue;
+    // As many of the proposal's tokens as matches of this length pay for (see ngram_worth_).
+    int32_t worth = ngram_worth_[size_t(matched)].worth(k, cost);
+    if (worth == 0 && ++ngram_skipped_[size_t(matched)] % kExploreEvery == 0) worth = 1;
+    if (worth == 0) continue;
+    draft.resize(std::min(draft.size(), size_t(worth)));
+    // Constrained: forced tokens after the proposal are certain once it is accepted (up to k).
     if (s.constrained) draft = s.constrained->draft(draft, k);
+    s.matched = matched;
     if (!draft.empty()) sched.add_draft(id, draft);
   }
 }
@@ -276,6 +291,10 @@ void Speculation::planned(const Scheduler& sched) {
   }
 }
 
+double Speculation::row_cost() const {
+  return config_.row_cost > 0 ? config_.row_cost : step_cost_.row_cost(0.1);
+}
+
 decode::Verification Speculation::verify(SeqId id, decode::Sampler& sampler, float* rows,
                                          int64_t n_vocab, std::span<const int32_t> draft,
                                          std::span<const int32_t> prompt,
@@ -284,6 +303,8 @@ decode::Verification Speculation::verify(SeqId id, decode::Sampler& sampler, flo
   const float* q = config_.mode == SpecMode::Draft && !s.greedy ? s.draft_probs.data() : nullptr;
   decode::Verification v = decode::verify(sampler, draft, q, rows, n_vocab, prompt, output);
   s.stats.add(int32_t(draft.size()), v.accepted);
+  if (config_.mode == SpecMode::Ngram && s.matched > 0)
+    ngram_worth_[size_t(s.matched)].update(int32_t(draft.size()), v.accepted);
   s.adaptive.update(int32_t(draft.size()), v.accepted);
   if (s.adaptive.k() == 1 && s.adaptive.acceptance_rate() < kPauseBelow) s.pause = kPauseSteps;
   // The draft cache keeps the positions whose tokens were accepted (settled + accepted).

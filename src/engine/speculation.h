@@ -61,6 +61,11 @@ struct SpeculativeConfig {
   // intent teacher, whose 5 MB of weights stay in cache: 8 sequences with drafts lost 20-40%
   // of the throughput without them; models larger than the caches can afford more).
   int64_t max_batch_tokens = 6;
+  // Prompt lookup drafts only as far as its matches pay (decode::DraftWorth, per match length,
+  // learnt across the engine's requests) against the cost of one more verified row relative to
+  // a one-token step: 0 measures it from the engine's own steps (decode::StepCost; 0.1 until
+  // steps of several sizes were seen); a value in (0, 1) fixes it.
+  double row_cost = 0;
   bool enabled() const { return mode != SpecMode::Off; }
   // Why the settings are unusable (empty when fine), e.g. a draft with another vocabulary.
   std::string error(const model::Model& target) const;
@@ -90,6 +95,10 @@ class Speculation {
   // goes back to the settled tokens).
   void planned(const Scheduler& sched);
 
+  // The engine's forward pass over a step of `tokens` tokens took `seconds` (the row cost).
+  void observe_step(int64_t tokens, double seconds) { step_cost_.observe(tokens, seconds); }
+  double row_cost() const;
+
   // Verifies one planned item with drafts: rows are its 1 + n_draft logit rows. Updates the
   // sequence's draft length, statistics and draft cache.
   decode::Verification verify(SeqId id, decode::Sampler& sampler, float* rows, int64_t n_vocab,
@@ -110,7 +119,8 @@ class Speculation {
     std::vector<float> draft_probs;  // [k][vocab]: q of each draft token (sampling only)
     bool greedy = true;
     const ConstrainedDecoding* constrained = nullptr;
-    int32_t pause = 0;  // steps left without speculation (acceptance too low)
+    int32_t matched = 0;  // prompt lookup: the match length of the pending draft
+    int32_t pause = 0;    // steps left without speculation (acceptance too low)
   };
   // How many draft tokens each decoding sequence gets this step (0: none).
   std::vector<std::pair<SeqId, int32_t>> allot(const Scheduler& sched);
@@ -126,6 +136,12 @@ class Speculation {
   ThreadPool& threads_;
   std::unordered_map<SeqId, Seq> seqs_;
   SpecTotals totals_;
+  // Prompt lookup, per match length: whether its drafts pay, and how often it was skipped (a
+  // length that does not pay still drafts one token every kExploreEvery-th time, to notice when
+  // it starts to).
+  std::vector<decode::DraftWorth> ngram_worth_;
+  std::vector<int64_t> ngram_skipped_;
+  decode::StepCost step_cost_;
   model::ForwardScratch scratch_;
   std::vector<float> logits_;
   std::vector<decode::TokenProb> probs_;

@@ -468,6 +468,47 @@ TEST(AdaptiveDraftLength, ShrinksOnRejectionAndGrowsOnAcceptance) {
   EXPECT_THROW(AdaptiveDraftLength({.lower = 0.9, .raise = 0.5}), std::invalid_argument);
 }
 
+// The i-th draft pays while r^i > row_cost: none for rarely accepted proposals, several for
+// reliable ones, fewer when rows cost more; estimates follow what happens.
+TEST(DraftWorth, DraftsOnlyAsFarAsAcceptancePaysForTheRows) {
+  DraftWorth fresh;
+  EXPECT_DOUBLE_EQ(fresh.rate(), 0.5);
+  EXPECT_EQ(fresh.worth(8, 0.1), 3);  // 0.5, 0.25, 0.125 > 0.1; 0.0625 is not
+  EXPECT_EQ(fresh.worth(2, 0.1), 2);
+  DraftWorth junk;
+  for (int i = 0; i < 40; ++i) junk.update(4, 0);  // never accepted
+  EXPECT_LT(junk.rate(), 0.1);
+  EXPECT_EQ(junk.worth(8, 0.1), 0);
+  DraftWorth good;
+  for (int i = 0; i < 40; ++i) good.update(4, i % 4 == 0 ? 3 : 4);  // 15 of 16 accepted
+  EXPECT_GT(good.rate(), 0.9);
+  EXPECT_EQ(good.worth(8, 0.01), 8);
+  EXPECT_LT(good.worth(16, 0.5), good.worth(16, 0.1));
+  // It forgets: a run of rejections brings a good kind down.
+  for (int i = 0; i < 100; ++i) good.update(4, 0);
+  EXPECT_EQ(good.worth(8, 0.1), 0);
+  good.update(0, 0);  // nothing proposed: no evidence
+  EXPECT_THROW(DraftWorth(0.0), std::invalid_argument);
+}
+
+TEST(StepCost, MeasuresTheCostOfOneMoreTokenFromStepTimes) {
+  StepCost c;
+  EXPECT_DOUBLE_EQ(c.row_cost(0.25), 0.25);  // nothing seen yet
+  for (int i = 0; i < 20; ++i) c.observe(1, 0.010);
+  EXPECT_DOUBLE_EQ(c.row_cost(0.25), 0.25);  // one size only: no slope
+  // time = 9 ms + 1 ms per token: one more row costs 1 / 10 of a one-token step.
+  for (int i = 0; i < 50; ++i)
+    for (int n : {1, 2, 3, 5}) c.observe(n, 0.009 + 0.001 * n);
+  EXPECT_NEAR(c.row_cost(0.25), 0.1, 1e-6);
+  c.observe(40, 10.0);  // a prefill chunk past max_tokens is not a verification step
+  EXPECT_NEAR(c.row_cost(0.25), 0.1, 1e-6);
+  // A compute-bound model: every token costs as much as the first.
+  StepCost bound;
+  for (int i = 0; i < 50; ++i)
+    for (int n : {1, 2, 4}) bound.observe(n, 0.001 * n);
+  EXPECT_NEAR(bound.row_cost(0.25), 0.95, 1e-6);  // clamped just below 1
+}
+
 TEST(Speculation, OnlyBelowTheBatchThreshold) {
   EXPECT_TRUE(should_speculate(1, 64));
   EXPECT_TRUE(should_speculate(63, 64));
