@@ -102,6 +102,24 @@ TEST_F(WorkloadCli, GenTrainEvalPruneDistillGenerate) {
   const auto sides = nlohmann::json::parse(bench.out)["sides"];
   ASSERT_EQ(sides.size(), 4u) << bench.out;  // off, off-fast (float weights), ngram, draft
   for (const auto& side : sides) EXPECT_EQ(side["differs"], 0) << bench.out;
+  // Acceptance 1 in small (scripts/spec_bench.sh runs it at 200 prompts and 32 at a time): the
+  // teacher with its pruned and distilled student, and with the draft-preset model, as drafts;
+  // free-form and constrained to the task's schema; alone and 8 at a time; no block left.
+  for (const std::string& draft_model : {path("d.gguf"), path("draft.gguf")})
+    for (const std::string schema : {"", " --spec-schema"}) {
+      const CommandResult loaded =
+          ok("bench -m " + path("m.gguf") + " --spec ngram,draft --draft " + draft_model +
+             " --spec-task " + path("data/test.jsonl") + " --spec-limit 16 -n 24 -r 1 -t 1" +
+             " --spec-concurrency 8 --json" + schema);
+      const auto j = nlohmann::json::parse(loaded.out);
+      EXPECT_EQ(j["constrained"], !schema.empty());
+      for (const auto& side : j["sides"]) {
+        EXPECT_EQ(side["differs"], 0) << loaded.out;
+        EXPECT_EQ(side["differs_under_load"], 0) << loaded.out;
+        EXPECT_EQ(side["blocks_left"], 0) << loaded.out;
+      }
+      EXPECT_GT(j["sides"][3]["acceptance_rate"].get<double>(), 0) << loaded.out;
+    }
   EXPECT_NE(run_shrike("generate -m " + path("m.gguf") + prompt + " --spec draft").exit_code, 0);
   EXPECT_NE(run_shrike("distill --teacher " + path("m.gguf") + " --student " + path("p.gguf") +
                        " --student-preset draft --data " + path("data/train.jsonl") + " -o " +
