@@ -1,20 +1,29 @@
 #!/usr/bin/env bash
-# Speculative decoding (issue 16), as commands: a small intent teacher (preset base) and a
-# `draft`-preset model distilled from it, both quantised to Q8_0 (batch-invariant without the
-# float-weights mode); then, each an interleaved run,
-#   1. batch-1 answer latency on the intent test split with each proposer versus none;
+# Speculative decoding (issue 16), as commands: an intent teacher (PRESET, default base; it
+# carries the task, so its answers can be constrained to the task's schema), its pruned and
+# distilled student, and a `draft`-preset model distilled from it, all quantised to Q8_0
+# (batch-invariant without the float-weights mode); then, each an interleaved run,
+#   0. greedy identity (acceptance 1): 200 test prompts with each draft and with prompt lookup,
+#      free-form and schema-constrained, alone and 32 at a time: answers that differ from plain
+#      greedy alone, KV blocks left in use (on the float teacher);
+#   1. batch-1 answer latency on the intent test split with each proposer versus none,
+#      constrained to the task's schema with jump-forward (as serve answers), and free-form;
 #   2. decode tokens/s on input-grounded prompts (extraction, repetition) with prompt lookup;
-#   3. serving throughput at concurrency 1, 8 and 32 with speculation off, ngram and draft.
+#   3. serving throughput at concurrency 1, 8 and 32 with speculation off, ngram and draft
+#      (serve constrains a task model's answers to its schema by default).
 #
-#   scripts/spec_bench.sh [OUT_DIR]   (default /tmp/shrike-spec; THREADS=1, EPOCHS=2; ONLY_SERVING=1
-#                                      runs part 3 alone)
+#   scripts/spec_bench.sh [OUT_DIR]   (default /tmp/shrike-spec; THREADS=1, EPOCHS=2, PRESET=base;
+#                                      ONLY_SERVING=1 runs part 3 alone, SKIP_IDENTITY=1 skips 0)
 #
-# The models are made once (about 10-20 minutes on 2 busy cores) and reused.
+# The models are made once (about 20-30 minutes on 2 busy cores) and reused: an OUT_DIR that
+# already holds data/, teacher.gguf, student.gguf and draft.gguf (e.g. links to
+# `shrike optimize`'s teacher and student) skips training.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-/tmp/shrike-spec}"
 threads="${THREADS:-1}"
 epochs="${EPOCHS:-2}"
+preset="${PRESET:-base}"
 bin="$root/build/shrike"
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 mkdir -p "$out"
@@ -22,20 +31,41 @@ data="$out/data"
 
 [ -f "$data/test.jsonl" ] || "$bin" data gen -o "$data" >/dev/null
 [ -f "$out/teacher.gguf" ] || "$bin" train --data "$data/train.jsonl" --dev "$data/dev.jsonl" \
-  --dev-limit 200 --preset base --epochs "$epochs" --no-progress -t "$threads" -o "$out/teacher.gguf"
+  --dev-limit 200 --preset "$preset" --epochs "$epochs" --no-progress -t "$threads" -o "$out/teacher.gguf"
+[ -f "$out/pruned.gguf" ] || [ -f "$out/student.gguf" ] || "$bin" prune "$out/teacher.gguf" \
+  --heads 0.5 --ffn 0.5 --calib "$data/dev.jsonl" -t "$threads" -o "$out/pruned.gguf"
+[ -f "$out/student.gguf" ] || "$bin" distill --teacher "$out/teacher.gguf" --student "$out/pruned.gguf" \
+  --data "$data/train.jsonl" --dev "$data/dev.jsonl" --dev-limit 200 --epochs 1 --no-progress \
+  -t "$threads" -o "$out/student.gguf"
 [ -f "$out/draft.gguf" ] || "$bin" distill --teacher "$out/teacher.gguf" --student-preset draft \
   --data "$data/train.jsonl" --dev "$data/dev.jsonl" --dev-limit 200 --epochs 1 --no-progress \
   -t "$threads" -o "$out/draft.gguf"
-for m in teacher draft; do
+for m in teacher student draft; do
   [ -f "$out/$m-q8_0.gguf" ] || "$bin" quantize "$out/$m.gguf" --type q8_0 -o "$out/$m-q8_0.gguf" >/dev/null
 done
 T="$out/teacher-q8_0.gguf"
 D="$out/draft-q8_0.gguf"
+St="$out/student-q8_0.gguf"
 
 if [ -z "${ONLY_SERVING:-}" ]; then
-echo "## 1. intent answers, batch 1 (test split, first 100)"
-"$bin" bench -m "$T" --spec ngram,draft --draft "$D" --spec-task "$data/test.jsonl" --spec-limit 100 \
-  -n 96 -t "$threads" -r 3
+if [ -z "${SKIP_IDENTITY:-}" ]; then
+echo "## 0. greedy identity: 200 test prompts, alone and 32 at a time (float teacher)"
+for schema in "" --spec-schema; do
+  for d in student draft; do
+    echo "### draft: $d ${schema:-(free-form)}"
+    "$bin" bench -m "$out/teacher.gguf" --spec ngram,draft --draft "$out/$d.gguf" \
+      --spec-task "$data/test.jsonl" --spec-limit 200 -n 64 -t "$threads" -r 1 \
+      --spec-concurrency 32 $schema
+  done
+done
+fi
+for schema in --spec-schema ""; do
+  for d in "$D" "$St"; do
+    echo "## 1. intent answers, batch 1 (test split, first 100), draft $(basename "$d") ${schema:-(free-form)}"
+    "$bin" bench -m "$T" --spec ngram,draft --draft "$d" --spec-task "$data/test.jsonl" \
+      --spec-limit 100 -n 96 -t "$threads" -r 3 $schema
+  done
+done
 
 echo "## 2. input-grounded prompts: extraction (intent examples with slot values, which the answer"
 echo "##    copies) on the teacher; extraction and repetition prose on stories260K"
@@ -47,8 +77,10 @@ with open(sys.argv[2], "w") as f:
         f.write(json.dumps({"text": r["text"], "intent": r["intent"], "slots": r["slots"],
                             "lang": r["lang"]}, ensure_ascii=False) + "\n")
 PY
-"$bin" bench -m "$T" --spec ngram --spec-task "$out/grounded.jsonl" --spec-limit 50 -n 96 \
-  -t "$threads" -r 3
+for schema in --spec-schema ""; do
+  "$bin" bench -m "$T" --spec ngram --spec-task "$out/grounded.jsonl" --spec-limit 50 -n 96 \
+    -t "$threads" -r 3 $schema
+done
 S="$root/../shared/reference/stories260K/stories260K.gguf"
 [ -f "$S" ] && "$bin" bench -m "$S" --spec ngram -n 128 -t "$threads" -r 5
 

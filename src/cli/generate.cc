@@ -72,11 +72,13 @@ int run_generate(GenerateArgs a) {
   resolve_kv_cache_options(a.kv_args, a.kv);
   auto model = model::load_model(a.model);
   const auto tok = load_tokenizer(a.model, a.tokenizer, model->config().vocab_size);
+  // Speculation: through the engine; a constrained request speculates under its constraint
+  // (engine/speculation.h) in run_constrained.
+  std::unique_ptr<model::Model> draft;
+  engine::SpeculativeConfig speculation;
   if (a.spec.mode != "off") {
-    // Constrained requests do not speculate in the engine (engine/speculation.h).
-    if (constraint_spec(a.constraint))
-      throw std::invalid_argument("--spec does not combine with constrained output");
-    return run_generate_speculative(a, *model, *tok);
+    if (!constraint_spec(a.constraint)) return run_generate_speculative(a, *model, *tok);
+    speculation = resolve_spec_options(a.spec, *model, draft);
   }
   const auto& c = model->config();
   ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
@@ -89,9 +91,9 @@ int run_generate(GenerateArgs a) {
                                 " tokens leaves no room in the context of " +
                                 std::to_string(c.context_length));
   if (const auto spec = constraint_spec(a.constraint))
-    return run_constrained(
-        {*model, *tok, tokens, capacity - int64_t(tokens.size()), a.sampling, a.threads, a.ids},
-        *spec, !a.constraint.no_jump_forward);
+    return run_constrained({*model, *tok, tokens, capacity - int64_t(tokens.size()), a.sampling,
+                            a.threads, a.ids, speculation},
+                           *spec, !a.constraint.no_jump_forward);
   kv::ContiguousKvCache kv(c.kv_dims(), capacity, a.kv);
   std::vector<float> logits(size_t(c.vocab_size));
   model::ForwardScratch scratch;

@@ -63,6 +63,7 @@ int run_constrained(const ConstrainedRun& run, const constrain::ConstraintSpec& 
   config.scheduler.max_seqs = 1;
   config.scheduler.context_length = run.model.config().context_length;
   config.threads = run.threads;
+  config.spec = run.spec;
   engine::Engine eng(run.model, run.tok, config);
   const auto t0 = std::chrono::steady_clock::now();
   engine::SubmitResult sub = eng.submit(std::move(req));

@@ -12,6 +12,7 @@
 
 #include "constrain/spec.h"
 #include "decode/sampler.h"
+#include "engine/speculation.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -37,6 +38,7 @@ struct ConstrainedRun {
   decode::SamplerParams sampling;
   int threads = 0;
   bool ids = false;
+  engine::SpeculativeConfig spec;  // off, or speculation under the constraint
 };
 // Streams the answer to stdout, the model calls and finish reason to stderr. Throws
 // constrain::ConstraintError for a constraint the compiler refuses.

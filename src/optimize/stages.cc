@@ -48,7 +48,7 @@ std::vector<Stage> default_stages(int static_batch) {
        continuous},
       {5,
        "+ the task's output schema with jump-forward (vocabulary trimming and the lean path are "
-       "not in the pipeline yet; constrained requests do not speculate)",
+       "not in the pipeline yet)",
        true, "", StageModel::StudentInt8, schema, /*task_schema=*/true},
   };
 }

@@ -96,6 +96,13 @@ TEST_F(WorkloadCli, GenTrainEvalPruneDistillGenerate) {
     EXPECT_EQ(fast.out, plain.out) << spec;
     EXPECT_NE(fast.err.find("drafts accepted"), std::string::npos) << fast.err;
   }
+  // Constrained output speculates too, with the constrained output.
+  const std::string regex = prompt + " --regex 'SO[0-9]{3}( is late)?'";
+  const CommandResult constrained = ok("generate -m " + path("m.gguf") + regex);
+  for (const std::string& spec :
+       {std::string("--spec ngram"), "--spec draft --draft " + path("draft.gguf")})
+    EXPECT_EQ(ok("generate -m " + path("m.gguf") + regex + " " + spec).out, constrained.out)
+        << spec;
   const CommandResult bench =
       ok("bench -m " + path("m.gguf") + " --spec ngram,draft --draft " + path("draft.gguf") +
          " --spec-task " + path("data/test.jsonl") + " --spec-limit 4 -n 16 -r 1 -t 1 --json");
