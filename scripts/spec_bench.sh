@@ -13,7 +13,9 @@
 #      (serve constrains a task model's answers to its schema by default).
 #
 #   scripts/spec_bench.sh [OUT_DIR]   (default /tmp/shrike-spec; THREADS=1, EPOCHS=2, PRESET=base;
-#                                      ONLY_SERVING=1 runs part 3 alone, SKIP_IDENTITY=1 skips 0)
+#                                      STUDENT_EXAMPLES=N distils the student on the first N
+#                                      training examples only; ONLY_SERVING=1 runs part 3 alone,
+#                                      SKIP_IDENTITY=1 skips 0)
 #
 # The models are made once (about 20-30 minutes on 2 busy cores) and reused: an OUT_DIR that
 # already holds data/, teacher.gguf, student.gguf and draft.gguf (e.g. links to
@@ -34,8 +36,13 @@ data="$out/data"
   --dev-limit 200 --preset "$preset" --epochs "$epochs" --no-progress -t "$threads" -o "$out/teacher.gguf"
 [ -f "$out/pruned.gguf" ] || [ -f "$out/student.gguf" ] || "$bin" prune "$out/teacher.gguf" \
   --heads 0.5 --ffn 0.5 --calib "$data/dev.jsonl" -t "$threads" -o "$out/pruned.gguf"
+student_data="$data/train.jsonl"
+if [ -n "${STUDENT_EXAMPLES:-}" ]; then
+  head -n "$STUDENT_EXAMPLES" "$data/train.jsonl" > "$out/student_train.jsonl"
+  student_data="$out/student_train.jsonl"
+fi
 [ -f "$out/student.gguf" ] || "$bin" distill --teacher "$out/teacher.gguf" --student "$out/pruned.gguf" \
-  --data "$data/train.jsonl" --dev "$data/dev.jsonl" --dev-limit 200 --epochs 1 --no-progress \
+  --data "$student_data" --dev "$data/dev.jsonl" --dev-limit 200 --epochs 1 --no-progress \
   -t "$threads" -o "$out/student.gguf"
 [ -f "$out/draft.gguf" ] || "$bin" distill --teacher "$out/teacher.gguf" --student-preset draft \
   --data "$data/train.jsonl" --dev "$data/dev.jsonl" --dev-limit 200 --epochs 1 --no-progress \
