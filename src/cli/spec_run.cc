@@ -203,13 +203,22 @@ int run_spec_bench(const model::Model& m, const SpecArgs& spec, const SpecBenchO
     std::printf(
         "speculative decoding: %d threads, %zu prompts x %d repeats, up to %lld tokens, "
         "k <= %d (medians, interleaved)\n"
-        "%s| side | decode tok/s | answer ms | tok/s vs off | latency vs off | acceptance | "
-        "accepted/step | draft time | differs |%s\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|%s\n",
+        "%s| side | decode tok/s | answer ms | tok/s vs off | latency vs off | model ms | "
+        "model time vs off | acceptance | accepted/step | draft time | differs |%s\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n",
         threads, prompts.size(), o.repeats, (long long)o.n, spec.k,
         o.constraint ? "answers constrained to the task's schema (jump-forward on)\n" : "",
         o.concurrency > 0 ? " differs under load | blocks left |" : "",
         o.concurrency > 0 ? "---:|---:|" : "");
+  // Model time per answer: the side's forward passes and drafting, summed over its answers and
+  // divided by their number. Unlike wall time it leaves out the engine's thread hand-offs, which
+  // on a loaded machine can cost more than a small model's whole answer.
+  const double answers = double(std::max<size_t>(1, reqs.size() * size_t(o.repeats)));
+  const auto model_s = [&](const BenchSide& side) {
+    const auto& mt = side.engine->metrics();
+    return double(mt.forward_ns.load() + mt.spec_draft_ns.load()) * 1e-9 / answers;
+  };
+  const double model0 = model_s(sides.front());
   for (const BenchSide& side : sides) {
     const auto& mt = side.engine->metrics();
     const double proposed = double(mt.spec_proposed.load());
@@ -222,11 +231,14 @@ int run_spec_bench(const model::Model& m, const SpecArgs& spec, const SpecBenchO
     const double share = draft_s + fwd_s > 0 ? draft_s / (draft_s + fwd_s) : 0;
     const double tok = median(side.tok_s), lat = median(side.latency);
     const double speed = tok0 > 0 ? tok / tok0 : 0, faster = lat > 0 ? lat0 / lat : 0;
+    const double model = model_s(side), model_faster = model > 0 ? model0 / model : 0;
     j["sides"].push_back({{"side", side.label},
                           {"decode_tok_s", tok},
                           {"latency_s", lat},
                           {"tok_s_ratio", speed},
                           {"latency_speedup", faster},
+                          {"model_s_per_answer", model},
+                          {"model_time_speedup", model_faster},
                           {"acceptance_rate", acc},
                           {"mean_accepted_per_step", per_step},
                           {"draft_time_share", share},
@@ -236,9 +248,10 @@ int run_spec_bench(const model::Model& m, const SpecArgs& spec, const SpecBenchO
       j["sides"].back()["blocks_left"] = side.blocks_left;
     }
     if (!o.json) {
-      std::printf("| %s | %.1f | %.2f | %.2fx | %.2fx | %.1f%% | %.2f | %.1f%% | %d |",
-                  side.label.c_str(), tok, lat * 1e3, speed, faster, 100 * acc, per_step,
-                  100 * share, side.mismatches);
+      std::printf(
+          "| %s | %.1f | %.2f | %.2fx | %.2fx | %.2f | %.2fx | %.1f%% | %.2f | %.1f%% | %d |",
+          side.label.c_str(), tok, lat * 1e3, speed, faster, model * 1e3, model_faster, 100 * acc,
+          per_step, 100 * share, side.mismatches);
       if (o.concurrency > 0)
         std::printf(" %d | %lld |", side.mismatches_loaded, (long long)side.blocks_left);
       std::printf("\n");
