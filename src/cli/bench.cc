@@ -31,7 +31,7 @@ struct BenchArgs {
   int64_t verify_context = 128;
   int64_t n = 64;
   int threads = 0, repeats = 3;
-  bool roofline = false, json = false;
+  bool roofline = false, json = false, ops = false;
   KvCacheArgs kv_args{"f32", {}};
   kv::KvCacheOptions kv;
   SpecArgs spec;
@@ -77,6 +77,7 @@ int run_bench(BenchArgs a) {
   opt.decode_tokens = a.n;
   opt.repeats = a.repeats;
   opt.roofline = a.roofline;
+  opt.op_profile = a.ops;
   opt.decode_batches = a.batches;
   opt.kv = a.kv;
   opt.verify_tokens = a.verify;
@@ -88,7 +89,7 @@ int run_bench(BenchArgs a) {
     j["model"] = a.model;
     j["threads"] = r.threads;
     j["isa"] = std::string(kernels::isa_name(kernels::active_isa()));
-    j["weight_type"] = std::string(dtype_name(m->weights().layers.front().wq.type()));
+    j["weight_type"] = std::string(dtype_name(m->weights().weight_type()));
     j["parameters"] = m->parameter_count();
     j["decode_weight_bytes"] = r.decode_weight_bytes;
     for (const auto& p : r.prefill)
@@ -107,6 +108,11 @@ int run_bench(BenchArgs a) {
                                    {"context", a.verify_context},
                                    {"ms", v.seconds * 1e3},
                                    {"ratio", v.ratio}});
+    if (a.ops) {
+      j["profiled_step_us"] = r.profiled_step_us;
+      for (const auto& o : r.ops)
+        j["ops"].push_back({{"op", o.op}, {"us_per_step", o.us_per_step}, {"share", o.share}});
+    }
     // Without --roofline the bandwidth is not measured: null rather than a made-up number.
     j["bandwidth_gb_s"] = a.roofline ? nlohmann::json(r.bandwidth_gb_per_s) : nlohmann::json();
     j["roofline_fraction"] = a.roofline ? nlohmann::json(r.roofline_fraction) : nlohmann::json();
@@ -128,6 +134,14 @@ int run_bench(BenchArgs a) {
   for (const auto& v : r.verify)
     std::printf("verify  %3lld tokens after %lld: %8.3f ms  (%.2fx a one-token step)\n",
                 (long long)v.tokens, (long long)a.verify_context, v.seconds * 1e3, v.ratio);
+  if (a.ops) {
+    std::printf(
+        "decode step by operation (profiled rounds, each operation timed: %.2f us/step, "
+        "medians):\n",
+        r.profiled_step_us);
+    for (const auto& o : r.ops)
+      std::printf("  %-22s %8.2f us  %5.1f%%\n", o.op.c_str(), o.us_per_step, 100 * o.share);
+  }
   if (a.roofline)
     std::printf("roofline: measured read bandwidth %.1f GB/s; decode reaches %.0f%% of it\n",
                 r.bandwidth_gb_per_s, 100 * r.roofline_fraction);
@@ -170,6 +184,8 @@ Runner add_bench(CLI::App& app) {
                  "with --spec: also run every prompt C at a time and count answers that differ "
                  "from plain greedy alone, and KV blocks left in use")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--ops", a->ops,
+               "also time each operation of the batch-1 decode step (extra, profiled rounds)");
   app.add_flag("--roofline", a->roofline,
                "also measure read bandwidth and decode's fraction of it");
   app.add_flag("--json", a->json, "print one JSON object");

@@ -166,7 +166,7 @@ std::map<std::string, std::string> serving_options(const ServeArgs& a, const mod
   const bool is_static = c.scheduler.mode == engine::BatchingMode::Static;
   std::map<std::string, std::string> o = {
       {"model_file", std::filesystem::path(a.model).filename().string()},
-      {"weight_type", std::string(dtype_name(m.weights().layers.front().wq.type()))},
+      {"weight_type", std::string(dtype_name(m.weights().weight_type()))},
       {"weight_bytes", std::to_string(m.total_weight_bytes())},
       {"parameters", std::to_string(m.parameter_count())},
       {"vocab_size", std::to_string(m.config().vocab_size)},

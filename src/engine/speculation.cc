@@ -22,7 +22,7 @@ int32_t argmax(const float* x, int64_t n) {
 }  // namespace
 
 bool needs_batch_invariance(const model::Model& target) {
-  const DType t = target.weights().layers.front().wq.type();
+  const DType t = target.weights().weight_type();
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }
 

@@ -137,6 +137,12 @@ float scale_for_fp8_decode(const float* x, int64_t n, float* out) {
 
 }  // namespace
 
+int threads_for_product(size_t weight_bytes, int64_t n, int pool_threads) {
+  const double work = double(weight_bytes) * double(std::max<int64_t>(n, 1));
+  const double useful = work / double(kMinProductBytesPerThread);
+  return int(std::clamp<double>(useful, 1.0, double(std::max(pool_threads, 1))));
+}
+
 namespace detail {
 int64_t panel_bytes(DType t, int64_t cols) {
   switch (t) {
@@ -257,6 +263,31 @@ void PackedMatrix::dequantize_row(int64_t r, float* out) const {
   detail::dequantize_packed_row(type_, data_.get() + (r / kPanel) * pb, r % kPanel, cols_, out);
 }
 
+PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& parts) {
+  if (parts.empty()) return {};
+  const PackedMatrix& first = *parts.front();
+  int64_t rows = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const PackedMatrix& m = *parts[i];
+    if (m.type_ != first.type_ || m.cols_ != first.cols_ || m.rows_ <= 0) return {};
+    if (i + 1 < parts.size() && m.rows_ % kPanel != 0) return {};  // a padded panel inside
+    rows += m.rows_;
+  }
+  const int64_t pb = detail::panel_bytes(first.type_, first.cols_);
+  PackedMatrix out;
+  out.type_ = first.type_;
+  out.rows_ = rows;
+  out.cols_ = first.cols_;
+  out.data_ = aligned_alloc_bytes(size_t(n_panels(rows) * pb));
+  uint8_t* dst = out.data_.get();
+  for (const PackedMatrix* m : parts) {  // panels are self-contained (row scales included)
+    const size_t bytes = size_t(n_panels(m->rows_) * pb);
+    std::memcpy(dst, m->data_.get(), bytes);
+    dst += bytes;
+  }
+  return out;
+}
+
 void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_rows, const float* x,
                       int64_t n, float* y, const float* row_scales) {
   std::vector<float> row(static_cast<size_t>(cols));
@@ -286,7 +317,7 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
   a.x = x;
   a.y = y;
   a.invariant = opt.batch_invariant;
-  const int nt = pool.size();
+  const int nt = threads_for_product(w.weight_bytes(), n, pool.size());
   const DType type = w.type();
   const bool quantised = (type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q8_C ||
                           type == DType::Q4_G128) &&
@@ -327,7 +358,9 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
     if (nt == 1 || n * K < 16384) {
       quantize_rows(0, n);
     } else {
-      pool.run([&](int i, int nthr) { quantize_rows(n * i / nthr, n * (i + 1) / nthr); });
+      pool.run([&](int i, int) {
+        if (i < nt) quantize_rows(n * i / nt, n * (i + 1) / nt);
+      });
     }
     a.xq = xq;
     a.xd = xd;
@@ -357,7 +390,9 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
     if (nt == 1 || nblk == 1) {
       pack_blocks(0, nblk);
     } else {
-      pool.run([&](int i, int nthr) { pack_blocks(nblk * i / nthr, nblk * (i + 1) / nthr); });
+      pool.run([&](int i, int) {
+        if (i < nt) pack_blocks(nblk * i / nt, nblk * (i + 1) / nt);
+      });
     }
     a.xp = xp;
   }
@@ -372,12 +407,15 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
     k.gemm(a, 0, np);
     return;
   }
-  // Contiguous panel ranges, cut at multiples of the kernel's panel group.
+  // Contiguous panel ranges over the first nt threads, cut at multiples of the kernel's panel
+  // group. A row's sum does not depend on which thread computes it, so the thread count never
+  // changes the result.
   const int64_t align = std::max<int64_t>(1, k.panel_align);
   const int64_t units = (np + align - 1) / align;
-  pool.run([&](int i, int nthr) {
-    const int64_t b = std::min(np, units * i / nthr * align);
-    const int64_t e = std::min(np, units * (i + 1) / nthr * align);
+  pool.run([&](int i, int) {
+    if (i >= nt) return;
+    const int64_t b = std::min(np, units * i / nt * align);
+    const int64_t e = std::min(np, units * (i + 1) / nt * align);
     if (b < e) k.gemm(a, b, e);
   });
 }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/file_buffer.h"
@@ -40,6 +41,13 @@ class PackedMatrix {
   // Row r dequantised to f32 (embedding lookup, tests). out has cols() floats.
   void dequantize_row(int64_t r, float* out) const;
 
+  // The matrices stacked row-wise into one ([sum of rows][cols]), byte for byte: a product with
+  // it gives each part's outputs side by side per token, with the same bits as each part's own
+  // product, in one pass over the activations (the model fuses Q/K/V and gate/up this way).
+  // Possible when all parts share type and cols and every part but the last has a multiple of
+  // 16 rows (whole panels); otherwise returns an empty matrix (rows() == 0).
+  static PackedMatrix concat_rows(const std::vector<const PackedMatrix*>& parts);
+
   // Layout details belong to the kernels (matmul*.cc); nothing outside kernels/ reads them.
   const uint8_t* data() const { return data_.get(); }
 
@@ -70,6 +78,15 @@ void matmul(const PackedMatrix& w, const float* x, int64_t n, float* y, ThreadPo
 // Same, computed with a given ISA (must be supported): for tests and benchmarks.
 void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
                  ThreadPool& pool, MatmulOptions opt = {});
+
+// How many of a pool's threads a product of this size uses. Waking a worker and waiting for it
+// costs about a microsecond on a quiet machine (much more on a busy one, where the worker may not
+// be running): a product splits only while each thread gets at least kMinProductBytesPerThread of
+// weights x tokens, about the work of that wake-up several times over. The matrices of a small
+// task model (a few tens of KB) then run on the caller alone, and a decode step wakes the pool
+// only for the few products large enough to pay for it.
+constexpr size_t kMinProductBytesPerThread = 64 * 1024;
+int threads_for_product(size_t weight_bytes, int64_t n, int pool_threads);
 
 // The obviously-correct reference: dequantise each row of the file layout to f32 and take exact
 // f32 dot products (double accumulation), single-threaded.

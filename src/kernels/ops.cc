@@ -140,7 +140,12 @@ int64_t query_blocks(const AttentionShape& s) {
 struct TaskPlan {
   const int64_t* first_task;  // [n_jobs + 1]: tasks are numbered job by job
   int64_t tasks = 0, max_keys = 0, max_group = 1;
+  double macs = 0;  // multiply-adds of scores and weighted sums, causal mask ignored
 };
+
+// Below this many multiply-adds (a decode step of a small model over a short context: a few
+// microseconds) attention runs on the caller: waking the pool would cost about as much as it saves.
+constexpr double kMinAttentionMacsForPool = 64.0 * 1024;
 
 TaskPlan plan_tasks(const AttentionJob* jobs, int64_t n_jobs) {
   static thread_local std::vector<int64_t> first_task;
@@ -161,6 +166,8 @@ TaskPlan plan_tasks(const AttentionJob* jobs, int64_t n_jobs) {
     }
     first_task[size_t(j) + 1] = first_task[size_t(j)] + n_tasks;
     plan.max_keys = std::max(plan.max_keys, s.pos0 + s.n_tokens);
+    plan.macs += 2.0 * double(std::max<int64_t>(0, s.n_heads)) * double(s.n_tokens) *
+                 double(s.pos0 + s.n_tokens) * double(s.head_dim);
   }
   plan.first_task = first_task.data();
   plan.tasks = first_task[size_t(n_jobs)];
@@ -364,7 +371,7 @@ void attention_batch(const AttentionJob* jobs, int64_t n_jobs, ThreadPool& pool)
       }
     }
   };
-  if (pool.size() == 1 || tasks == 1) {
+  if (pool.size() == 1 || tasks == 1 || plan.macs < kMinAttentionMacsForPool) {
     body(0, 1);
   } else {
     pool.run(body);

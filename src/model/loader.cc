@@ -274,6 +274,7 @@ ModelWeights bind_weights(const ModelConfig& c, const WeightSource& t) {
   }
   w.output_norm = t.vector("output_norm.weight", c.dim);
   if (!c.tied_output) w.output = t.matrix("output.weight", c.vocab_size, c.dim);
+  fuse_projections(w);
   return w;
 }
 

@@ -2,6 +2,7 @@
 // grouped-query heads -> residual; RMSNorm -> SwiGLU FFN -> residual).
 #include "model/model.h"
 
+#include <chrono>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -39,6 +40,59 @@ void add_in_place(float* y, const float* x, int64_t n) {
 
 }  // namespace
 
+const char* OpProfile::name(int op) {
+  static const char* const names[kCount] = {
+      "embedding",    "rmsnorm",          "q/k/v products",      "rope + kv store",
+      "attention",    "attention output", "gate/up products",    "silu * up",
+      "down product", "residual adds",    "output norm + logits"};
+  return op >= 0 && op < kCount ? names[op] : "?";
+}
+
+// Adds the time since the previous mark to an operation's total; does nothing without a profile.
+struct Model::OpTimer {
+  OpProfile* profile;
+  std::chrono::steady_clock::time_point last;
+  explicit OpTimer(OpProfile* p) : profile(p) {
+    if (p) last = std::chrono::steady_clock::now();
+  }
+  void mark(OpProfile::Op op) {
+    if (!profile) return;
+    const auto now = std::chrono::steady_clock::now();
+    profile->seconds[op] += std::chrono::duration<double>(now - last).count();
+    last = now;
+  }
+};
+
+DType ModelWeights::weight_type() const {
+  if (layers.empty()) return token_embedding.type();
+  const LayerWeights& l = layers.front();
+  return l.wqkv.rows() > 0 ? l.wqkv.type() : l.wq.type();
+}
+
+int fuse_projections(ModelWeights& w) {
+  int fused = 0;
+  for (LayerWeights& l : w.layers) {
+    if (l.wqkv.rows() == 0 && l.wq.rows() > 0) {
+      l.wqkv = kernels::PackedMatrix::concat_rows({&l.wq, &l.wk, &l.wv});
+      if (l.wqkv.rows() > 0) {
+        l.wq = {};
+        l.wk = {};
+        l.wv = {};
+        ++fused;
+      }
+    }
+    if (l.w_gate_up.rows() == 0 && l.w_gate.rows() > 0) {
+      l.w_gate_up = kernels::PackedMatrix::concat_rows({&l.w_gate, &l.w_up});
+      if (l.w_gate_up.rows() > 0) {
+        l.w_gate = {};
+        l.w_up = {};
+        ++fused;
+      }
+    }
+  }
+  return fused;
+}
+
 Model::Model(ModelConfig config, ModelWeights weights)
     : config_(std::move(config)), weights_(std::move(weights)) {
   config_.validate();
@@ -51,7 +105,8 @@ const kernels::PackedMatrix& Model::output_matrix() const {
 size_t Model::decode_weight_bytes() const {
   size_t bytes = output_matrix().weight_bytes();
   for (const auto& l : weights_.layers) {
-    for (const auto* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+    for (const auto* m :
+         {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_gate_up, &l.w_down})
       bytes += m->weight_bytes();
     bytes += (l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size()) * 4;
   }
@@ -80,7 +135,7 @@ std::string Model::describe() const {
   s << c.architecture << ": " << double(parameter_count()) / 1e6 << "M params, dim " << c.dim
     << ", " << c.n_layers << " layers, " << c.n_heads << " heads (" << c.n_kv_heads
     << " kv), head dim " << c.head_dim << ", ffn " << c.ffn_dim << ", vocab " << c.vocab_size
-    << ", weights " << dtype_name(weights_.layers.front().wq.type()) << " "
+    << ", weights " << dtype_name(weights_.weight_type()) << " "
     << double(total_weight_bytes()) / 1e6 << " MB" << (c.tied_output ? ", tied output" : "");
   return s.str();
 }
@@ -91,6 +146,8 @@ void Model::ensure_scratch(ForwardScratch& scratch, int64_t n) const {
   resize(scratch.x, un * size_t(c.dim));
   resize(scratch.xn, un * size_t(std::max(c.dim, c.q_dim())));
   resize(scratch.q, un * size_t(c.q_dim()));
+  resize(scratch.qkv, un * size_t(c.q_dim() + 2 * c.kv_dim()));
+  resize(scratch.gate_up, un * size_t(2 * c.ffn_dim));
   resize(scratch.k, un * size_t(c.kv_dim()));
   resize(scratch.v, un * size_t(c.kv_dim()));
   resize(scratch.att, un * size_t(c.q_dim()));
@@ -155,6 +212,8 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
   const int64_t* position = scratch.position.data();
   const int32_t* sequence = scratch.sequence.data();
 
+  OpTimer timer(opt.profile);
+  if (opt.profile) ++opt.profile->calls;
   // Rotation angles for these positions (model/rope.h, shared with the trainer).
   for_each_token(n, pool, [&](int64_t t) {
     rope_cos_sin(scratch.rope_table.data() + t * c.rope_dims, position[t], c.rope_theta,
@@ -164,9 +223,10 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
                                             scratch.x.data() + t * c.dim);
   });
 
+  timer.mark(OpProfile::kEmbed);
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    attention_block(l, n, seqs, n_seqs, pool, scratch, opt.matmul);
-    ffn_block(l, n, pool, scratch, opt.matmul);
+    attention_block(l, n, seqs, n_seqs, pool, scratch, opt.matmul, timer);
+    ffn_block(l, n, pool, scratch, opt.matmul, timer);
   }
   for (int64_t i = 0; i < n_seqs; ++i)
     if (seqs[i].n_tokens > 0) seqs[i].kv->end_forward(seqs[i].n_logits > 0);
@@ -181,11 +241,12 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
                      weights_.output_norm.data(), c.dim, c.rms_eps);
   });
   kernels::matmul(output_matrix(), scratch.xn.data(), n_logits, logits, pool, opt.matmul);
+  timer.mark(OpProfile::kLogits);
 }
 
 void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs, int64_t n_seqs,
                             ThreadPool& pool, ForwardScratch& scratch,
-                            const kernels::MatmulOptions& mm) const {
+                            const kernels::MatmulOptions& mm, OpTimer& timer) const {
   const auto& c = config_;
   const auto& w = weights_.layers[size_t(layer)];
   float* x = scratch.x.data();
@@ -199,14 +260,28 @@ void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs,
   for_each_token(n, pool, [&](int64_t t) {
     kernels::rmsnorm(xn + t * c.dim, x + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps);
   });
-  kernels::matmul(w.wq, xn, n, q, pool, mm);
-  kernels::matmul(w.wk, xn, n, k, pool, mm);
-  kernels::matmul(w.wv, xn, n, v, pool, mm);
+  timer.mark(OpProfile::kNorm);
+  const bool fused = w.wqkv.rows() > 0;
+  const int64_t qkv_dim = c.q_dim() + 2 * c.kv_dim();
+  if (fused) {
+    kernels::matmul(w.wqkv, xn, n, scratch.qkv.data(), pool, mm);
+  } else {
+    kernels::matmul(w.wq, xn, n, q, pool, mm);
+    kernels::matmul(w.wk, xn, n, k, pool, mm);
+    kernels::matmul(w.wv, xn, n, v, pool, mm);
+  }
+  timer.mark(OpProfile::kQkv);
 
   for_each_token(n, pool, [&](int64_t t) {
     float* qt = q + t * c.q_dim();
     float* kt = k + t * c.kv_dim();
     float* vt = v + t * c.kv_dim();
+    if (fused) {  // [q | k | v] per token, split so attention reads q rows of stride q_dim
+      const float* src = scratch.qkv.data() + t * qkv_dim;
+      std::copy(src, src + c.q_dim(), qt);
+      std::copy(src + c.q_dim(), src + c.q_dim() + c.kv_dim(), kt);
+      std::copy(src + c.q_dim() + c.kv_dim(), src + qkv_dim, vt);
+    }
     if (c.qkv_bias) {
       add_in_place(qt, w.bq.data(), c.q_dim());
       add_in_place(kt, w.bk.data(), c.kv_dim());
@@ -217,6 +292,7 @@ void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs,
     kernels::rope(kt, c.n_kv_heads, c.head_dim, c.rope_dims, cs, c.rope_layout);
     seqs[sequence[t]].kv->store(layer, position[t], kt, vt);
   });
+  timer.mark(OpProfile::kRopeStore);
 
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
   auto& jobs = scratch.jobs;
@@ -231,13 +307,16 @@ void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs,
                     scratch.att.data() + t * c.q_dim(), sums.data, sums.stride, sums.index});
   }
   kernels::attention_batch(jobs.data(), int64_t(jobs.size()), pool);
+  timer.mark(OpProfile::kAttention);
 
   kernels::matmul(w.wo, scratch.att.data(), n, xn, pool, mm);
+  timer.mark(OpProfile::kAttnOut);
   add_in_place(x, xn, n * c.dim);
+  timer.mark(OpProfile::kResidual);
 }
 
 void Model::ffn_block(int64_t layer, int64_t n, ThreadPool& pool, ForwardScratch& scratch,
-                      const kernels::MatmulOptions& mm) const {
+                      const kernels::MatmulOptions& mm, OpTimer& timer) const {
   const auto& c = config_;
   const auto& w = weights_.layers[size_t(layer)];
   float* x = scratch.x.data();
@@ -248,13 +327,25 @@ void Model::ffn_block(int64_t layer, int64_t n, ThreadPool& pool, ForwardScratch
   for_each_token(n, pool, [&](int64_t t) {
     kernels::rmsnorm(xn + t * c.dim, x + t * c.dim, w.ffn_norm.data(), c.dim, c.rms_eps);
   });
-  kernels::matmul(w.w_gate, xn, n, gate, pool, mm);
-  kernels::matmul(w.w_up, xn, n, up, pool, mm);
+  timer.mark(OpProfile::kNorm);
+  const bool fused = w.w_gate_up.rows() > 0;
+  if (fused) {
+    kernels::matmul(w.w_gate_up, xn, n, scratch.gate_up.data(), pool, mm);
+  } else {
+    kernels::matmul(w.w_gate, xn, n, gate, pool, mm);
+    kernels::matmul(w.w_up, xn, n, up, pool, mm);
+  }
+  timer.mark(OpProfile::kGateUp);
   for_each_token(n, pool, [&](int64_t t) {
-    kernels::silu_mul(gate + t * c.ffn_dim, gate + t * c.ffn_dim, up + t * c.ffn_dim, c.ffn_dim);
+    const float* g = fused ? scratch.gate_up.data() + t * 2 * c.ffn_dim : gate + t * c.ffn_dim;
+    const float* u = fused ? g + c.ffn_dim : up + t * c.ffn_dim;
+    kernels::silu_mul(gate + t * c.ffn_dim, g, u, c.ffn_dim);
   });
+  timer.mark(OpProfile::kSiluMul);
   kernels::matmul(w.w_down, gate, n, xn, pool, mm);
+  timer.mark(OpProfile::kDown);
   add_in_place(x, xn, n * c.dim);
+  timer.mark(OpProfile::kResidual);
 }
 
 }  // namespace shrike::model

@@ -26,6 +26,11 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv;               // Qwen2 biases; empty otherwise
   std::vector<float> ffn_norm;                 // [dim]
   kernels::PackedMatrix w_gate, w_up, w_down;  // [ffn][dim], [ffn][dim], [dim][ffn]
+  // Fused products (fuse_projections): Q, K and V stacked into [q_dim + 2 kv_dim][dim], gate and
+  // up into [2 ffn][dim]. Where a fused matrix exists its parts above are empty: one product
+  // (one pass over the normalised activations, one activation quantisation, one pool wake-up)
+  // instead of three or two, with the same bits.
+  kernels::PackedMatrix wqkv, w_gate_up;
 };
 
 struct ModelWeights {
@@ -33,6 +38,36 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;  // [dim]
   kernels::PackedMatrix output;    // [vocab][dim]; empty when tied to the embedding
+
+  // The weight type of the blocks' products (the first layer's attention input), for reports.
+  DType weight_type() const;
+};
+
+// Stacks each layer's Q/K/V and gate/up matrices into one product where their types match and
+// the row counts allow it (kernels::PackedMatrix::concat_rows); other layers keep their parts.
+// Every loader calls it. Returns the number of products fused.
+int fuse_projections(ModelWeights& w);
+
+// Where a forward call's time goes, summed over calls (`shrike bench --ops`). Timing costs a clock
+// read per operation, so it is only done when ForwardOptions::profile points at one of these.
+struct OpProfile {
+  enum Op {
+    kEmbed,
+    kNorm,
+    kQkv,
+    kRopeStore,
+    kAttention,
+    kAttnOut,
+    kGateUp,
+    kSiluMul,
+    kDown,
+    kResidual,
+    kLogits,
+    kCount
+  };
+  static const char* name(int op);
+  double seconds[kCount] = {};
+  int64_t calls = 0;
 };
 
 // Activations of one forward call, owned by the caller and reused across its calls (grown, never
@@ -40,9 +75,10 @@ struct ModelWeights {
 // own scratch.
 struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, gate, up;
-  std::vector<float> rope_table;  // [n_tokens][rope_dims/2][cos, sin] for this call's positions
-  std::vector<int64_t> position;  // per token of the batch
-  std::vector<int32_t> sequence;  // per token: index of its sequence in the batch
+  std::vector<float> qkv, gate_up;  // the fused products' outputs, [n][q|k|v] and [n][gate|up]
+  std::vector<float> rope_table;    // [n_tokens][rope_dims/2][cos, sin] for this call's positions
+  std::vector<int64_t> position;    // per token of the batch
+  std::vector<int32_t> sequence;    // per token: index of its sequence in the batch
   std::vector<kernels::AttentionJob> jobs;
 };
 
@@ -52,6 +88,8 @@ struct ForwardOptions {
   // bits whatever else is in the batch, for float weights too (quantised weights always are), at
   // some cost to single-sequence decode.
   kernels::MatmulOptions matmul{};
+  // When set, each operation's wall time is added to it (see OpProfile).
+  OpProfile* profile = nullptr;
 };
 
 // One sequence's share of a batched forward pass: tokens[0..n_tokens) at positions pos0.. with
@@ -101,11 +139,12 @@ class Model {
                      ForwardOptions opt = {}) const;
 
  private:
+  struct OpTimer;
   void attention_block(int64_t layer, int64_t n, const BatchSequence* seqs, int64_t n_seqs,
-                       ThreadPool& pool, ForwardScratch& scratch,
-                       const kernels::MatmulOptions& mm) const;
+                       ThreadPool& pool, ForwardScratch& scratch, const kernels::MatmulOptions& mm,
+                       OpTimer& timer) const;
   void ffn_block(int64_t layer, int64_t n, ThreadPool& pool, ForwardScratch& scratch,
-                 const kernels::MatmulOptions& mm) const;
+                 const kernels::MatmulOptions& mm, OpTimer& timer) const;
   void ensure_scratch(ForwardScratch& scratch, int64_t n) const;
 
   ModelConfig config_;

@@ -108,6 +108,32 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
     }
     out.decode_tok_per_s = median(rates);
     out.kv_bytes_per_token = kv.bytes_per_token();
+    if (opt.op_profile) {
+      // As many profiled rounds as timed ones; per operation the median of its per-round mean,
+      // so that a round in which the machine preempted us does not decide the breakdown.
+      std::vector<std::vector<double>> per_op(model::OpProfile::kCount);
+      std::vector<double> steps;
+      for (int r = 0; r < opt.repeats; ++r) {
+        model::OpProfile profile;
+        model::ForwardOptions fo;
+        fo.profile = &profile;
+        m.forward(tokens.data(), 1, 0, kv, 1, logits.data(), pool, scratch, fo);
+        profile = {};
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int64_t i = 1; i <= n; ++i)
+          m.forward(&tokens[size_t(i)], 1, i, kv, 1, logits.data(), pool, scratch, fo);
+        steps.push_back(seconds_since(t0) / double(n) * 1e6);
+        for (int op = 0; op < model::OpProfile::kCount; ++op)
+          per_op[size_t(op)].push_back(profile.seconds[op] / double(n) * 1e6);
+      }
+      out.profiled_step_us = median(steps);
+      double total = 0;
+      std::vector<double> us(per_op.size());
+      for (size_t op = 0; op < per_op.size(); ++op) total += us[op] = median(per_op[op]);
+      for (size_t op = 0; op < per_op.size(); ++op)
+        out.ops.push_back(
+            {model::OpProfile::name(int(op)), us[op], total > 0 ? us[op] / total : 0});
+    }
     out.decode_gb_per_s = out.decode_tok_per_s * double(out.decode_weight_bytes) / 1e9;
   }
   // Batched decode from position 1 of every sequence.

@@ -28,6 +28,15 @@ struct ModelBenchOptions {
   int64_t verify_context = 128;
   // The KV caches of every run (f32 by default).
   kv::KvCacheOptions kv;
+  // After the timed decode rounds, one more round with every operation timed (model::OpProfile):
+  // where a batch-1 decode step goes.
+  bool op_profile = false;
+};
+
+struct OpShare {
+  std::string op;
+  double us_per_step = 0;  // mean over the profiled round's steps
+  double share = 0;        // of the profiled steps' total
 };
 
 struct BatchDecodeResult {
@@ -58,6 +67,8 @@ struct ModelBenchResult {
   int threads = 0;
   std::vector<BatchDecodeResult> batched;
   std::vector<VerifyStepResult> verify;
+  std::vector<OpShare> ops;     // with op_profile: the batch-1 decode step by operation
+  double profiled_step_us = 0;  // the profiled round's mean step (clock reads included)
 };
 
 ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,

@@ -337,3 +337,81 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest,
 
 }  // namespace
 }  // namespace shrike::kernels
+
+namespace shrike::kernels {
+namespace {
+
+// Q/K/V and gate/up are fused by stacking their packed panels: the stacked product must give each
+// part's outputs with exactly the bits of the part's own product, for every type, decode and
+// batched, on one thread and split over two.
+TEST(MatmulConcat, StackedProductEqualsEachPartBitForBit) {
+  for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q8_C,
+                     DType::Q4_G128, DType::FP8_E4M3}) {
+    std::mt19937 rng(11);
+    const int64_t cols = type == DType::Q4_G128 ? 1024 : 1024 + 32;
+    const std::vector<int64_t> part_rows = {64, 32, 45};  // the last part may end mid-panel
+    std::vector<Weights> wts;
+    std::vector<PackedMatrix> parts;
+    for (int64_t rows : part_rows) {
+      wts.push_back(random_weights(type, rows, cols, rng));
+      parts.push_back(
+          PackedMatrix::pack(type, rows, cols, wts.back().file.data(), wts.back().scale_ptr()));
+    }
+    const PackedMatrix fused = PackedMatrix::concat_rows({&parts[0], &parts[1], &parts[2]});
+    ASSERT_EQ(fused.rows(), 64 + 32 + 45) << dtype_name(type);
+    EXPECT_EQ(fused.weight_bytes(),
+              parts[0].weight_bytes() + parts[1].weight_bytes() + parts[2].weight_bytes());
+    for (int threads : {1, 2})
+      for (int64_t n : {1, 5, 40}) {
+        std::normal_distribution<float> dist(0.0f, 1.0f);
+        std::vector<float> x(size_t(n * cols));
+        for (auto& v : x) v = dist(rng);
+        ThreadPool pool(threads);
+        std::vector<float> all(size_t(n * fused.rows()));
+        matmul(fused, x.data(), n, all.data(), pool);
+        int64_t offset = 0;
+        for (const PackedMatrix& p : parts) {
+          std::vector<float> own(size_t(n * p.rows()));
+          matmul(p, x.data(), n, own.data(), pool);
+          for (int64_t t = 0; t < n; ++t)
+            ASSERT_EQ(std::memcmp(&own[size_t(t * p.rows())],
+                                  &all[size_t(t * fused.rows() + offset)], size_t(p.rows()) * 4),
+                      0)
+                << dtype_name(type) << " threads=" << threads << " n=" << n << " t=" << t
+                << " part at row " << offset;
+          offset += p.rows();
+        }
+      }
+  }
+}
+
+TEST(MatmulConcat, RefusesPartsThatCannotStack) {
+  std::mt19937 rng(5);
+  const Weights a = random_weights(DType::Q8_0, 17, 64, rng),
+                b = random_weights(DType::Q8_0, 16, 64, rng);
+  const Weights f = random_weights(DType::F16, 16, 64, rng),
+                c = random_weights(DType::Q8_0, 16, 96, rng);
+  const PackedMatrix pa = PackedMatrix::pack(DType::Q8_0, 17, 64, a.file.data());
+  const PackedMatrix pb = PackedMatrix::pack(DType::Q8_0, 16, 64, b.file.data());
+  const PackedMatrix pf = PackedMatrix::pack(DType::F16, 16, 64, f.file.data());
+  const PackedMatrix pc = PackedMatrix::pack(DType::Q8_0, 16, 96, c.file.data());
+  EXPECT_EQ(PackedMatrix::concat_rows({&pa, &pb}).rows(), 0);   // 17 rows: a padded panel inside
+  EXPECT_EQ(PackedMatrix::concat_rows({&pb, &pa}).rows(), 33);  // ... but fine at the end
+  EXPECT_EQ(PackedMatrix::concat_rows({&pb, &pf}).rows(), 0);   // types differ
+  EXPECT_EQ(PackedMatrix::concat_rows({&pb, &pc}).rows(), 0);   // cols differ
+  EXPECT_EQ(PackedMatrix::concat_rows({}).rows(), 0);
+}
+
+// Small products stay on the caller; large ones use the whole pool; never more than it has.
+TEST(MatmulThreads, SplitsOnlyProductsWorthWakingThePoolFor) {
+  EXPECT_EQ(threads_for_product(16 * 1024, 1, 2), 1);   // a tiny task model's matrix
+  EXPECT_EQ(threads_for_product(600 * 1024, 1, 2), 2);  // a 110M model's matrix
+  EXPECT_EQ(threads_for_product(16 * 1024, 64, 2), 2);  // the same tiny matrix in prefill
+  EXPECT_EQ(threads_for_product(600 * 1024, 1, 4), 4);
+  EXPECT_EQ(threads_for_product(200 * 1024, 1, 16), 3);  // as many as have enough work
+  EXPECT_EQ(threads_for_product(1 << 30, 1, 1), 1);
+  EXPECT_EQ(threads_for_product(0, 0, 8), 1);
+}
+
+}  // namespace
+}  // namespace shrike::kernels
