@@ -19,9 +19,33 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 
 ThreadPool::~ThreadPool() {
   stop_.store(true);
-  generation_.fetch_add(1, std::memory_order_release);
+  generation_.store(++jobs_, std::memory_order_release);
   generation_.notify_all();
   for (auto& t : workers_) t.join();
+}
+
+// Slots are claimed, not assigned: the caller and the workers take slot numbers from ticket_
+// until none is left, so a worker that has not started yet (its core busy with another process)
+// delays nothing: the caller runs that slot itself. fn(i, n) keeps its meaning (slot i of n, each
+// run exactly once, on one thread at a time); only which thread runs it varies.
+bool ThreadPool::claim(uint64_t generation, int& slot) {
+  uint64_t t = ticket_.load(std::memory_order_acquire);
+  for (;;) {
+    if ((t >> 32) != (generation & 0xffffffffu) || int(t & 0xffffffffu) >= n_threads_) return false;
+    if (ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                      std::memory_order_acquire)) {
+      slot = int(t & 0xffffffffu);
+      return true;
+    }
+  }
+}
+
+void ThreadPool::run_slots(uint64_t generation) {
+  int slot;
+  while (claim(generation, slot)) {
+    job_fn_(job_ctx_, slot, n_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
 }
 
 void ThreadPool::run_erased(Erased fn, void* ctx) {
@@ -29,14 +53,16 @@ void ThreadPool::run_erased(Erased fn, void* ctx) {
     fn(ctx, 0, 1);
     return;
   }
-  job_fn_ = fn;
+  job_fn_ = fn;  // published by the release store of ticket_, read after a claim (acquire)
   job_ctx_ = ctx;
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
+  pending_.store(n_threads_, std::memory_order_relaxed);
+  const uint64_t g = ++jobs_;
+  ticket_.store((g & 0xffffffffu) << 32, std::memory_order_release);
+  generation_.store(g, std::memory_order_release);
   generation_.notify_all();
-  fn(ctx, 0, n_threads_);
-  // Spin while the workers finish (the common case: microseconds); yield once it takes long,
-  // which happens when there are more threads than free cores and a worker lost its CPU.
+  run_slots(g);
+  // Spin while the workers finish the slots they took (the common case: microseconds); yield
+  // once it takes long, which happens when a worker lost its CPU in the middle of a slot.
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < kSpinIterations) {
       _mm_pause();
@@ -46,7 +72,7 @@ void ThreadPool::run_erased(Erased fn, void* ctx) {
   }
 }
 
-void ThreadPool::worker(int index) {
+void ThreadPool::worker(int) {
   uint64_t seen = 0;
   for (;;) {
     uint64_t g;
@@ -62,11 +88,12 @@ void ThreadPool::worker(int index) {
     }
     seen = g;
     if (stop_.load()) return;
-    job_fn_(job_ctx_, index, n_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    run_slots(g);  // nothing left to claim when the caller (or another worker) was faster
   }
 }
 
-int default_thread_count() { return cpu_features().physical_cores; }
+int default_thread_count() {
+  return cpu_features().physical_cores;
+}
 
 }  // namespace shrike

@@ -23,8 +23,11 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // Calls fn(thread_index, n_threads) once on every thread, the caller being index 0, and returns
-  // when all calls have returned. fn must not call run() on the same pool.
+  // Calls fn(i, n_threads) once for every i in [0, n_threads), in parallel, and returns when all
+  // calls have returned. Each i is run by one thread, usually i by the i-th (the caller takes
+  // part), but a thread that is slow to start (its core busy elsewhere) has its i run by another:
+  // use i to split work and index scratch, never to assume which thread or that all i run at
+  // once (no barriers inside fn). fn must not call run() on the same pool.
   template <typename F>
   void run(F&& fn) {
     using Fn = std::remove_reference_t<F>;
@@ -46,14 +49,18 @@ class ThreadPool {
  private:
   using Erased = void (*)(void*, int, int);
   void run_erased(Erased fn, void* ctx);
+  bool claim(uint64_t generation, int& slot);
+  void run_slots(uint64_t generation);
   void worker(int index);
 
   int n_threads_;
   std::vector<std::thread> workers_;
   Erased job_fn_ = nullptr;
   void* job_ctx_ = nullptr;
-  alignas(64) std::atomic<uint64_t> generation_{0};
-  alignas(64) std::atomic<int> pending_{0};
+  uint64_t jobs_ = 0;                                // run() calls so far (the caller's side only)
+  alignas(64) std::atomic<uint64_t> generation_{0};  // the latest job: workers wait on it
+  alignas(64) std::atomic<uint64_t> ticket_{0};      // job (low 32 bits) << 32 | next slot
+  alignas(64) std::atomic<int> pending_{0};          // slots of the job not finished
   std::atomic<bool> stop_{false};
 };
 

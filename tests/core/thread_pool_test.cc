@@ -43,5 +43,23 @@ TEST(ThreadPool, WorkersWakeAfterSleeping) {
   EXPECT_EQ(sum.load(), 6);
 }
 
+// More threads than cores: workers are often not running when a job starts, and their slots are
+// then taken by whoever is (ThreadPool::claim). Every slot must still run exactly once per job,
+// with its own index, and jobs must not bleed into each other.
+TEST(ThreadPool, EverySlotRunsOnceWhenThreadsOutnumberCores) {
+  ThreadPool pool(12);
+  std::vector<std::atomic<int>> calls(12);
+  std::atomic<int64_t> slot_sum{0};
+  for (int job = 0; job < 3000; ++job) {
+    pool.run([&](int i, int nt) {
+      ASSERT_EQ(nt, 12);
+      calls[size_t(i)].fetch_add(1, std::memory_order_relaxed);
+      slot_sum.fetch_add(int64_t(job) * 100 + i, std::memory_order_relaxed);
+    });
+    for (auto& c : calls) ASSERT_EQ(c.exchange(0), 1) << "job " << job;
+    ASSERT_EQ(slot_sum.exchange(0), int64_t(job) * 1200 + 66) << "job " << job;
+  }
+}
+
 }  // namespace
 }  // namespace shrike
