@@ -1,6 +1,9 @@
-// `shrike serve`: the model behind an OpenAI-compatible HTTP API. The port is bound first (so
-// /health can say "loading"), then the model loads and the engine starts; SIGTERM or SIGINT
-// drains: new requests get 503, running ones finish (up to --drain-timeout), then it exits 0.
+// `shrike serve`: one or several models behind an OpenAI-compatible HTTP API, routed by the
+// request's "model". The port is bound first (so /health can say "loading"), then the models
+// load, each with its own engine; the engines share one thread pool (one step at a time) and,
+// with several models or --kv-memory, one KV memory budget with a guaranteed minimum per model.
+// SIGTERM or SIGINT drains: new requests get 503, running ones finish (up to --drain-timeout),
+// then it exits 0.
 #include <fcntl.h>
 #include <poll.h>
 #include <unistd.h>
@@ -15,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -32,6 +36,8 @@
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "kv/contiguous_kv.h"
+#include "kv/kv_storage.h"
+#include "kv/shared_budget.h"
 #include "model/model.h"
 #include "server/http_server.h"
 #include "tokenizer/hf_tokenizer.h"
@@ -40,7 +46,12 @@ namespace shrike::cli {
 namespace {
 
 struct ServeArgs {
-  std::string model, tokenizer, chat_template;
+  std::vector<std::string> models;  // PATH or NAME=PATH
+  std::string model_name;           // the single model's name (--model-name)
+  std::string tokenizer, chat_template;
+  double kv_memory_mb = 0;  // the shared KV budget; 0: none with one model, 2048 with several
+  double kv_min_mb = 0;     // each model's guaranteed share; 0: see kv_min_bytes()
+  std::string metrics_compat;
   server::ServerOptions server;
   engine::EngineConfig engine;
   std::string batching = "continuous";
@@ -133,9 +144,43 @@ void watch_signals(SignalPipe& signals, server::HttpServer& http, double drain_t
   http.stop();
 }
 
-std::string model_id(const ServeArgs& a) {
-  if (!a.server.model_name.empty()) return a.server.model_name;
-  return std::filesystem::path(a.model).stem().string();
+struct ModelSpec {
+  std::string name, path;
+};
+
+// "PATH" (named after the file, without extension) or "NAME=PATH" (when the text as a whole is
+// not an existing path).
+std::vector<ModelSpec> model_specs(const ServeArgs& a) {
+  std::vector<ModelSpec> out;
+  for (const std::string& m : a.models) {
+    const size_t eq = m.find('=');
+    if (eq != std::string::npos && eq > 0 && !std::filesystem::exists(m))
+      out.push_back({m.substr(0, eq), m.substr(eq + 1)});
+    else
+      out.push_back({std::filesystem::path(m).stem().string(), m});
+  }
+  if (!a.model_name.empty()) {
+    if (out.size() != 1)
+      throw std::invalid_argument(
+          "--model-name names a single model; with several give each as NAME=PATH");
+    out[0].name = a.model_name;
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].name.empty() || out[i].path.empty())
+      throw std::invalid_argument("model '" + a.models[i] + "': expected PATH or NAME=PATH");
+    for (size_t j = 0; j < i; ++j)
+      if (out[j].name == out[i].name)
+        throw std::invalid_argument("two models are named '" + out[i].name +
+                                    "': name them with NAME=PATH");
+  }
+  if (out.size() > 1) {
+    // Options that belong to one model's files.
+    if (!a.tokenizer.empty())
+      throw std::invalid_argument("--tokenizer applies to a single model (several given)");
+    if (!a.spec.draft.empty())
+      throw std::invalid_argument("--draft applies to a single model (several given)");
+  }
+  return out;
 }
 
 // The GGUF's tokenizer.chat_template, a Hugging Face folder's tokenizer_config.json template,
@@ -160,12 +205,13 @@ std::optional<data::TaskDefinition> read_task(const std::string& path) {
 
 // The effective settings (after the engine's own adjustments, e.g. int8-mixed turns the prefix
 // cache off) for /v1/models: `shrike optimize` reads them to show what differs between stages.
-std::map<std::string, std::string> serving_options(const ServeArgs& a, const model::Model& m,
-                                                   const engine::Engine& e, bool has_task) {
+std::map<std::string, std::string> serving_options(const ServeArgs& a, const std::string& path,
+                                                   const model::Model& m, const engine::Engine& e,
+                                                   bool has_task) {
   const engine::EngineConfig& c = e.config();
   const bool is_static = c.scheduler.mode == engine::BatchingMode::Static;
   std::map<std::string, std::string> o = {
-      {"model_file", std::filesystem::path(a.model).filename().string()},
+      {"model_file", std::filesystem::path(path).filename().string()},
       {"weight_type", std::string(dtype_name(m.weights().weight_type()))},
       {"weight_bytes", std::to_string(m.total_weight_bytes())},
       {"parameters", std::to_string(m.parameter_count())},
@@ -186,6 +232,10 @@ std::map<std::string, std::string> serving_options(const ServeArgs& a, const mod
   o["task_schema"] = has_task && !a.no_task_schema ? "on" : "off";
   o["jump_forward"] = c.jump_forward ? "on" : "off";
   o["speculative"] = engine::spec_mode_name(c.spec.mode);
+  if (c.kv_budget) {
+    o["kv_budget_shared_bytes"] = std::to_string(c.kv_budget->ledger().total_bytes());
+    o["kv_min_bytes"] = std::to_string(c.kv_budget->min_bytes());
+  }
   if (c.spec.enabled()) {
     o["spec_k"] = std::to_string(c.spec.max_k);
     if (c.spec.mode == engine::SpecMode::Draft)
@@ -195,9 +245,93 @@ std::map<std::string, std::string> serving_options(const ServeArgs& a, const mod
   return o;
 }
 
+// What every model of this server shares: the compute threads and the KV memory budget.
+struct Shared {
+  std::shared_ptr<engine::SharedCompute> compute;
+  std::shared_ptr<kv::KvMemoryLedger> ledger;  // null: each engine its own kv_cache_bytes
+};
+
+server::ChatFormat chat_format_for(const ServeArgs& a, const std::string& path) {
+  if (a.chat_template.empty()) return server::detect_chat_format(read_chat_template(path));
+  // A format name, or a file holding a Jinja template to recognise.
+  if (auto named = server::chat_format_from_name(a.chat_template)) return *named;
+  std::ifstream in(a.chat_template, std::ios::binary);
+  if (!in) throw FileError(a.chat_template + ": not a chat format name nor a readable file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return server::detect_chat_format(text.str());
+}
+
+// Loads one model with its engine. min_bytes: its guaranteed share of a shared KV budget (0:
+// at least one sequence of its full context).
+std::unique_ptr<server::ModelInstance> load_instance(ServeArgs a, const ModelSpec& spec,
+                                                     const Shared& shared, size_t min_bytes) {
+  auto inst = std::make_unique<server::ModelInstance>();
+  inst->name = spec.name;
+  inst->model = model::load_model(spec.path);
+  const model::Model& model = *inst->model;
+  inst->tokenizer = load_tokenizer(spec.path, a.tokenizer, model.config().vocab_size);
+  inst->chat_format = chat_format_for(a, spec.path);
+  a.engine.scheduler.context_length = a.ctx > 0 ? a.ctx : model.config().context_length;
+  a.engine.spec = resolve_spec_options(a.spec, model, inst->draft);
+  a.engine.compute = shared.compute;
+  if (shared.ledger) {
+    const int64_t ctx = std::min(a.engine.scheduler.context_length, model.config().context_length);
+    const size_t block_bytes = kv::KvStorage::block_bytes_for(
+        a.engine.kv.layer_formats(model.config().n_layers), a.engine.block_size,
+        model.config().n_kv_heads, model.config().head_dim);
+    // A request waiting alone must always fit in what is guaranteed, or a burst on another model
+    // could leave it waiting for ever.
+    const size_t one_context =
+        size_t((ctx + a.engine.block_size - 1) / a.engine.block_size + 1) * block_bytes;
+    a.engine.kv_budget = std::make_shared<kv::KvBudgetAccount>(
+        shared.ledger, spec.name, std::max(min_bytes, one_context), block_bytes);
+    a.engine.kv_cache_bytes = shared.ledger->total_bytes();
+  }
+  inst->engine = std::make_unique<engine::Engine>(model, *inst->tokenizer, a.engine);
+  auto task = read_task(spec.path);
+  const bool has_task = task.has_value();
+  if (task)
+    std::fprintf(stderr,
+                 "shrike serve: %s: task %s, %zu intents, %zu slots; POST /v1/intent; answers %s\n",
+                 spec.name.c_str(), task->format.c_str(), task->intents.size(), task->slots.size(),
+                 a.no_task_schema ? "free-form (--no-task-schema)"
+                                  : "constrained to the task's schema by default");
+  inst->task = std::move(task);
+  inst->schema_by_default = !a.no_task_schema;
+  const engine::Engine& eng = *inst->engine;
+  if (a.engine.spec.enabled())
+    std::fprintf(stderr,
+                 "shrike serve: speculative decoding %s, k <= %d, below %lld tokens per step%s\n",
+                 engine::spec_mode_name(a.engine.spec.mode), a.engine.spec.max_k,
+                 (long long)a.engine.spec.max_batch_tokens,
+                 eng.config().batch_invariant ? ", batch-invariant products" : "");
+  inst->serving_options = serving_options(a, spec.path, model, eng, has_task);
+  std::fprintf(stderr, "shrike serve: model '%s' (%s), context %lld, chat format %s\n",
+               spec.name.c_str(), model.describe().c_str(), (long long)eng.context_length(),
+               server::chat_format_name(inst->chat_format));
+  const engine::EngineGauges g = eng.gauges();
+  std::fprintf(stderr,
+               "shrike serve: %s: KV cache %s, %lld blocks of %lld positions, %.0f MiB (%.1f "
+               "bytes per position)%s\n",
+               spec.name.c_str(), a.engine.kv.describe().c_str(), (long long)eng.config().kv_blocks,
+               (long long)eng.config().block_size, double(g.kv_bytes_total) / (1 << 20),
+               g.kv_bytes_per_token,
+               a.engine.kv_budget ? ", committed as used within the shared budget" : "");
+  return inst;
+}
+
+// The guaranteed KV share of each model given at start: --kv-min-mb, or half the budget split
+// evenly (the other half is what bursts draw on).
+size_t kv_min_bytes(const ServeArgs& a, size_t budget, size_t n_models) {
+  if (a.kv_min_mb > 0) return size_t(a.kv_min_mb * 1024 * 1024);
+  return budget / (2 * std::max<size_t>(1, n_models));
+}
+
 int run_serve(ServeArgs a) {
-  a.server.model_name = model_id(a);
+  const std::vector<ModelSpec> specs = model_specs(a);
   a.server.max_body_bytes = size_t(a.max_body_mb * 1024 * 1024);
+  a.server.vllm_metrics = a.metrics_compat == "vllm";
   if (a.server.http_threads <= 0)
     a.server.http_threads = int(std::max<int64_t>(64, a.engine.scheduler.max_seqs + 32));
   a.engine.scheduler.mode =
@@ -205,6 +339,13 @@ int run_serve(ServeArgs a) {
   a.engine.scheduler.prefix_caching = !a.no_prefix_cache;
   if (a.kv_cache_mb > 0) a.engine.kv_cache_bytes = size_t(a.kv_cache_mb) << 20;
   resolve_kv_cache_options(a.kv_args, a.engine.kv);
+
+  Shared shared;
+  shared.compute = std::make_shared<engine::SharedCompute>(a.engine.threads);
+  if (a.kv_memory_mb > 0 || specs.size() > 1 || !a.server.admin_key.empty()) {
+    const double mb = a.kv_memory_mb > 0 ? a.kv_memory_mb : double(a.engine.kv_cache_bytes >> 20);
+    shared.ledger = std::make_shared<kv::KvMemoryLedger>(size_t(mb * 1024 * 1024));
+  }
 
   SignalPipe signals;
   server::HttpServer http(a.server);
@@ -224,64 +365,42 @@ int run_serve(ServeArgs a) {
       if (watcher.joinable()) watcher.join();
     }
   };
-
-  std::unique_ptr<model::Model> model;
-  std::unique_ptr<tokenizer::Tokenizer> tok;
-  std::unique_ptr<model::Model> draft;  // --spec draft; outlives the engine
-  std::unique_ptr<engine::Engine> engine;
   {
     Finish finish_on_error{http, signals, server_thread, watcher};
-    model = model::load_model(a.model);
-    tok = load_tokenizer(a.model, a.tokenizer, model->config().vocab_size);
-    server::ChatFormat format = server::ChatFormat::Plain;
-    if (!a.chat_template.empty()) {
-      // A format name, or a file holding a Jinja template to recognise.
-      if (auto named = server::chat_format_from_name(a.chat_template)) {
-        format = *named;
-      } else {
-        std::ifstream in(a.chat_template, std::ios::binary);
-        if (!in) throw FileError(a.chat_template + ": not a chat format name nor a readable file");
-        std::ostringstream text;
-        text << in.rdbuf();
-        format = server::detect_chat_format(text.str());
-      }
-    } else {
-      format = server::detect_chat_format(read_chat_template(a.model));
-    }
-    if (a.ctx > 0) {
-      a.engine.scheduler.context_length = a.ctx;
-    } else {
-      a.engine.scheduler.context_length = model->config().context_length;
-    }
-    a.engine.spec = resolve_spec_options(a.spec, *model, draft);
-    engine = std::make_unique<engine::Engine>(*model, *tok, a.engine);
-    auto task = read_task(a.model);
-    const bool has_task = task.has_value();
-    if (task) {
+    if (shared.ledger) {
+      http.set_kv_ledger(shared.ledger);
       std::fprintf(stderr,
-                   "shrike serve: task %s, %zu intents, %zu slots; POST /v1/intent; answers %s\n",
-                   task->format.c_str(), task->intents.size(), task->slots.size(),
-                   a.no_task_schema ? "free-form (--no-task-schema)"
-                                    : "constrained to the task's schema by default");
-      http.set_task(std::move(task), !a.no_task_schema);
+                   "shrike serve: KV memory budget %.0f MiB shared by the models, %.0f MiB "
+                   "guaranteed to each\n",
+                   double(shared.ledger->total_bytes()) / (1 << 20),
+                   double(kv_min_bytes(a, shared.ledger->total_bytes(), specs.size())) / (1 << 20));
     }
-    if (a.engine.spec.enabled())
+    for (const ModelSpec& spec : specs)
+      http.add_model(load_instance(
+          a, spec, shared,
+          shared.ledger ? kv_min_bytes(a, shared.ledger->total_bytes(), specs.size()) : 0));
+    if (!a.server.admin_key.empty()) {
+      // POST /admin/models: {"name", "path", "kv_min_mb" (optional)}.
+      http.set_model_loader(
+          [a, shared](const std::string& name, const std::string& path, const std::string& body) {
+            size_t min_bytes = 0;
+            const auto j = nlohmann::json::parse(body, nullptr, false);
+            if (j.is_object() && j.contains("kv_min_mb")) {
+              if (!j["kv_min_mb"].is_number() || j["kv_min_mb"].get<double>() < 0)
+                throw std::invalid_argument("'kv_min_mb' must be a number >= 0");
+              min_bytes = size_t(j["kv_min_mb"].get<double>() * 1024 * 1024);
+            }
+            ServeArgs one = a;
+            one.tokenizer.clear();
+            one.spec.draft.clear();
+            if (one.spec.mode == "draft") one.spec.mode = "off";
+            return load_instance(one, ModelSpec{name, path}, shared, min_bytes);
+          });
       std::fprintf(stderr,
-                   "shrike serve: speculative decoding %s, k <= %d, below %lld tokens per step%s\n",
-                   engine::spec_mode_name(a.engine.spec.mode), a.engine.spec.max_k,
-                   (long long)a.engine.spec.max_batch_tokens,
-                   engine->config().batch_invariant ? ", batch-invariant products" : "");
-    http.attach(*engine, format, serving_options(a, *model, *engine, has_task));
-    std::fprintf(stderr, "shrike serve: model '%s' (%s), context %lld, chat format %s\n",
-                 a.server.model_name.c_str(), model->describe().c_str(),
-                 (long long)engine->context_length(), server::chat_format_name(format));
-    const engine::EngineGauges g = engine->gauges();
-    std::fprintf(stderr,
-                 "shrike serve: KV cache %s, %lld blocks of %lld positions, %.0f MiB (%.1f "
-                 "bytes per position)\n",
-                 a.engine.kv.describe().c_str(), (long long)engine->config().kv_blocks,
-                 (long long)engine->config().block_size, double(g.kv_bytes_total) / (1 << 20),
-                 g.kv_bytes_per_token);
+                   "shrike serve: admin routes on (POST /admin/models, DELETE "
+                   "/admin/models/NAME)\n");
+    }
+    http.set_ready();
     // Tests and scripts wait for this line: it means ready, so not after a signal while loading.
     if (!signalled.load())
       std::fprintf(stderr, "shrike serve: listening on http://%s:%d\n", a.server.host.c_str(),
@@ -289,8 +408,7 @@ int run_serve(ServeArgs a) {
     std::fflush(stderr);
     server_thread.join();  // until the watcher (or an error) stops the server
   }
-  // The HTTP server has stopped: no thread can reach the engine any more.
-  engine->shutdown();
+  // The HTTP server has stopped: no thread can reach the engines any more; they stop with it.
   std::fprintf(stderr, "shrike serve: stopped\n");
   return 0;
 }
@@ -299,7 +417,11 @@ int run_serve(ServeArgs a) {
 
 Runner add_serve(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
-  app.add_option("model,-m,--model", a->model, "model file (.gguf or llama2.c .bin)")->required();
+  app.add_option(
+         "model,-m,--model", a->models,
+         "model files (.gguf or llama2.c .bin), each PATH or NAME=PATH; requests choose one "
+         "by its name in \"model\"")
+      ->required();
   app.add_option("--tokenizer", a->tokenizer,
                  "tokenizer (llama2.c tok*.bin or .gguf); default: the model's own");
   app.add_option("--host", a->server.host, "address to listen on")->capture_default_str();
@@ -308,7 +430,7 @@ Runner add_serve(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--api-key", a->server.api_key,
                  "require 'Authorization: Bearer KEY' (not for /health and /metrics)");
-  app.add_option("--model-name", a->server.model_name,
+  app.add_option("--model-name", a->model_name,
                  "model id in /v1/models and requests (default: the file name without extension)");
   app.add_option("--chat-template", a->chat_template,
                  "chat format: chatml, llama3, llama2, mistral, phi3, gemma, deepseek2, deepseek3, "
@@ -345,6 +467,23 @@ Runner add_serve(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--kv-cache-mb", a->kv_cache_mb, "KV cache memory cap in MiB (default 2048)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--kv-memory", a->kv_memory_mb,
+                 "KV memory budget in MiB shared by all models (default with several models or "
+                 "--admin-key: --kv-cache-mb); memory is committed as blocks are first used")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--kv-min-mb", a->kv_min_mb,
+                 "KV memory guaranteed to each model within --kv-memory, which a burst on another "
+                 "model cannot take (default: half the budget split evenly; never less than one "
+                 "full context)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--admin-key", a->server.admin_key,
+                 "enable POST /admin/models {name, path} and DELETE /admin/models/NAME (adding "
+                 "and removing models while serving), authorised by 'Bearer KEY'");
+  app.add_option("--metrics-compat", a->metrics_compat,
+                 "also expose vLLM's gauge names (vllm:num_requests_waiting, "
+                 "vllm:num_requests_running, vllm:kv_cache_usage_perc), as the Gateway API "
+                 "Inference Extension reads them")
+      ->check(CLI::IsMember({"vllm"}));
   add_kv_cache_options(
       app, a->kv_args, a->engine.kv,
       "KV cache: f16 (half the memory and attention reads of f32) | f32 | int8 (one f32 scale per "

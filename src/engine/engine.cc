@@ -28,6 +28,17 @@ Engine::Engine(const model::Model& model, const tokenizer::Tokenizer& tok, Engin
     if (needs_batch_invariance(model_)) config_.batch_invariant = true;
   }
   int64_t n_blocks = config_.kv_blocks;
+  if (config_.kv_budget) {
+    // A shared budget: the pool may grow to the whole budget (the ledger keeps the sum within it
+    // and the other models' minimums out of reach); its memory is committed block by block.
+    if (config_.kv.mixed())
+      throw std::invalid_argument(
+          "a shared KV memory budget needs a paged cache type (f16, f32, int8), not int8-mixed");
+    const size_t block_bytes = config_.kv_budget->block_bytes();
+    const size_t cap = std::min(config_.kv_cache_bytes, config_.kv_budget->ledger().total_bytes());
+    if (n_blocks <= 0) n_blocks = int64_t(cap / block_bytes);
+    if (n_blocks < 1) throw std::invalid_argument("the KV memory budget holds no block");
+  }
   if (n_blocks <= 0)
     n_blocks = kv::blocks_within_budget(config_.kv, mc.kv_dims(),
                                         {config_.kv_cache_bytes, config_.block_size,
@@ -136,6 +147,11 @@ EngineGauges Engine::gauges() const {
   g.kv_blocks_used = im.blocks_used.load();
   g.kv_blocks_cached = im.blocks_cached.load();
   g.kv_blocks_total = config_.kv_blocks;
+  g.kv_blocks_committed = im.blocks_committed.load();
+  g.kv_blocks_usable = g.kv_blocks_total;
+  if (config_.kv_budget)
+    g.kv_blocks_usable =
+        std::min(g.kv_blocks_total, g.kv_blocks_committed + config_.kv_budget->headroom_blocks());
   g.kv_bytes_total = int64_t(storage.bytes());
   g.kv_f16_copy_bytes = im.f16_copy_bytes.load();
   g.kv_bytes_used = g.kv_blocks_used * int64_t(storage.block_bytes()) + im.mixed_bytes.load();

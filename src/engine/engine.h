@@ -20,8 +20,10 @@
 #include "engine/metrics.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "engine/shared_compute.h"
 #include "engine/speculation.h"
 #include "kv/kv_cache.h"
+#include "kv/shared_budget.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -63,6 +65,14 @@ struct EngineConfig {
   // Speculative decoding (engine/speculation.h); continuous batching only. With float weights
   // it turns batch_invariant on (greedy output must equal non-speculative greedy).
   SpeculativeConfig spec;
+  // Several engines in one process (a server holding several models). compute: the threads they
+  // share, one step at a time (threads is then ignored); null: the engine's own pool.
+  // kv_budget: the KV memory budget they share (kv/shared_budget.h); the engine then sizes its
+  // pool to what the budget could ever give it (kv_cache_bytes still caps it), commits its memory
+  // lazily, and uses a block never used before only with the budget's grant. Null: kv_cache_bytes
+  // alone, committed at start.
+  std::shared_ptr<SharedCompute> compute;
+  std::shared_ptr<kv::KvBudgetAccount> kv_budget;
 };
 
 class Engine {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <utility>
 
 namespace shrike::engine {
@@ -32,11 +33,14 @@ EngineCore::EngineCore(const model::Model& model, const tokenizer::Tokenizer& to
       pool_(config.kv_blocks, config.block_size),
       storage_(model.config().n_layers, config.kv_blocks, config.block_size,
                model.config().n_kv_heads, model.config().head_dim,
-               config.kv.layer_formats(model.config().n_layers)),
+               config.kv.layer_formats(model.config().n_layers),
+               config.kv_budget ? kv::KvStorage::Commit::Lazily : kv::KvStorage::Commit::Now),
       scheduler_(config.scheduler, pool_),
-      threads_(config.threads > 0 ? config.threads : default_thread_count()),
+      compute_(config.compute ? config.compute : std::make_shared<SharedCompute>(config.threads)),
+      threads_(compute_->pool()),
       spec_(config.spec, model, threads_) {
   forward_options_.matmul.batch_invariant = config.batch_invariant;
+  if (config.kv_budget) pool_.set_budget(config.kv_budget);
 }
 
 void EngineCore::run() {
@@ -47,12 +51,16 @@ void EngineCore::run() {
       wait_for_requests();
       continue;
     }
+    // The compute threads are this engine's for one step (shared with other models' engines).
+    std::optional<SharedCompute::Turn> turn(std::in_place, *compute_);
     const StepPlan plan = schedule(now);
     if (plan.empty()) {
+      turn.reset();
       wait_until_runnable(now);
       continue;
     }
     if (execute(plan, now)) update(plan);
+    turn.reset();
     publish();
   }
   end_all_at_shutdown();
@@ -101,7 +109,10 @@ void EngineCore::expire(Clock::time_point now) {
 
 StepPlan EngineCore::schedule(Clock::time_point now) {
   metrics_.spec_draft_ns.fetch_add(int64_t(spec_.propose(scheduler_) * 1e9));
+  // Under a shared KV budget the plan counts on the blocks reserved here; the rest goes back.
+  pool_.reserve_growth();
   StepPlan plan = scheduler_.schedule(now);
+  pool_.return_growth();
   spec_.planned(scheduler_);
   metrics_.preemptions.fetch_add(int64_t(plan.preempted.size()));
   for (SeqId id : plan.preempted) mixed_.erase(id);  // recomputed from position 0
@@ -283,6 +294,14 @@ void EngineCore::end(SeqId id, StreamEvent final_event) {
 }
 
 void EngineCore::wait_for_requests() {
+  // Idle under a shared KV budget: the memory beyond the guaranteed minimum goes back, for
+  // another model's burst or a model added while serving (its cached prefixes go with it).
+  if (config_.kv_budget) {
+    const int64_t before = pool_.committed_blocks();
+    const int64_t keep = int64_t(config_.kv_budget->min_bytes() / config_.kv_budget->block_bytes());
+    const int64_t after = pool_.trim(keep);
+    storage_.discard(kv::BlockId(after), kv::BlockId(before));
+  }
   publish();
   std::unique_lock lock(inbox_.mu);
   inbox_.cv.wait(lock, [&] { return inbox_.stop || !inbox_.incoming.empty(); });
@@ -316,6 +335,7 @@ void EngineCore::publish() {
   status_.waiting.store(scheduler_.n_waiting());
   status_.blocks_used.store(ps.blocks_in_use);
   status_.blocks_cached.store(ps.blocks_cached);
+  status_.blocks_committed.store(pool_.committed_blocks());
   status_.prefix_queried.store(ps.prefix_queried_tokens);
   status_.prefix_hit.store(ps.prefix_hit_tokens);
   size_t copies = 0, state = 0;

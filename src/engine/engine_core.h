@@ -57,6 +57,7 @@ struct EngineStatus {
   std::atomic<int64_t> f16_copy_bytes{0}, mixed_bytes{0}, tokens_used{0};
   std::atomic<int64_t> prefix_queried{0}, prefix_hit{0};
   std::atomic<int64_t> in_flight{0};  // accepted and not yet given their final event
+  std::atomic<int64_t> blocks_committed{0};
 };
 
 class EngineCore {
@@ -143,7 +144,8 @@ class EngineCore {
   kv::BlockPool pool_;
   kv::KvStorage storage_;
   Scheduler scheduler_;
-  ThreadPool threads_;
+  std::shared_ptr<SharedCompute> compute_;  // EngineConfig::compute, or the engine's own
+  ThreadPool& threads_;
   Speculation spec_;
   Inbox inbox_;
   EngineStatus status_;

@@ -150,91 +150,144 @@ void sample(std::string& out, std::string_view name, std::string_view labels, do
   out += '\n';
 }
 
-void histogram(std::string& out, const std::string& name, const char* help, const Histogram& h) {
+// The label set of one model's samples: `extra` (e.g. le="0.5") and model="NAME" (none when the
+// server holds a single unnamed engine).
+std::string labels(const std::string& model_label, const std::string& extra) {
+  if (model_label.empty()) return extra;
+  if (extra.empty()) return model_label;
+  return extra + "," + model_label;
+}
+
+using Models = std::vector<ModelMetricsView>;
+
+void histogram(std::string& out, const std::string& name, const char* help, const Models& models,
+               const Histogram EngineMetrics::*member) {
   family(out, name.c_str(), "histogram", help);
-  const Histogram::Snapshot s = h.snapshot();
-  for (size_t i = 0; i <= s.bounds.size(); ++i) {
-    const std::string le =
-        i < s.bounds.size() ? format_prometheus_value(s.bounds[i]) : std::string("+Inf");
-    sample(out, name + "_bucket", "le=\"" + le + "\"", int64_t(s.cumulative[i]));
+  for (const ModelMetricsView& mv : models) {
+    const Histogram::Snapshot s = (mv.metrics->*member).snapshot();
+    const std::string ml = mv.label("model");
+    for (size_t i = 0; i <= s.bounds.size(); ++i) {
+      const std::string le =
+          i < s.bounds.size() ? format_prometheus_value(s.bounds[i]) : std::string("+Inf");
+      sample(out, name + "_bucket", labels(ml, "le=\"" + le + "\""), int64_t(s.cumulative[i]));
+    }
+    sample(out, name + "_sum", ml, s.sum);
+    sample(out, name + "_count", ml, int64_t(s.count));
   }
-  sample(out, name + "_sum", "", s.sum);
-  sample(out, name + "_count", "", int64_t(s.count));
 }
 
-void counter(std::string& out, const char* name, const char* help, int64_t v) {
-  family(out, name, "counter", help);
-  sample(out, name, "", v);
+// One sample per model of a counter or gauge.
+template <typename F>
+void per_model(std::string& out, const char* name, const char* type, const char* help,
+               const Models& models, F value, const char* label_name = "model") {
+  family(out, name, type, help);
+  for (const ModelMetricsView& mv : models) sample(out, name, mv.label(label_name), value(mv));
 }
 
-void gauge(std::string& out, const char* name, const char* help, int64_t v) {
-  family(out, name, "gauge", help);
-  sample(out, name, "", v);
+int64_t load(const std::atomic<int64_t>& a) {
+  return a.load(std::memory_order_relaxed);
 }
 
 }  // namespace
 
+std::string ModelMetricsView::label(const char* label_name) const {
+  if (model.empty()) return {};
+  return std::string(label_name) + "=\"" + escape_label_value(model) + "\"";
+}
+
+double kv_cache_usage(const EngineGauges& g) {
+  if (g.kv_blocks_usable <= 0) return 0;
+  return std::min(1.0, double(g.kv_blocks_used) / double(g.kv_blocks_usable));
+}
+
 std::string render_prometheus(const EngineMetrics& m, const EngineGauges& g,
                               const std::vector<HttpRequestCount>& http) {
+  return render_prometheus({{"", &m, g}}, http, {});
+}
+
+std::string render_prometheus(const std::vector<ModelMetricsView>& models,
+                              const std::vector<HttpRequestCount>& http,
+                              const PrometheusOptions& opt) {
   std::string out;
-  out.reserve(8192);
+  out.reserve(8192 * std::max<size_t>(1, models.size()));
   histogram(out, "shrike_request_latency_seconds",
-            "End-to-end request latency: submission to the last token.", m.e2e_latency);
+            "End-to-end request latency: submission to the last token.", models,
+            &EngineMetrics::e2e_latency);
   histogram(out, "shrike_time_to_first_token_seconds",
-            "Time from submission to the first generated token.", m.time_to_first_token);
+            "Time from submission to the first generated token.", models,
+            &EngineMetrics::time_to_first_token);
   histogram(out, "shrike_time_per_output_token_seconds",
-            "Per request: (last token - first token) / (generated tokens - 1).",
-            m.time_per_output_token);
+            "Per request: (last token - first token) / (generated tokens - 1).", models,
+            &EngineMetrics::time_per_output_token);
   histogram(out, "shrike_inter_token_latency_seconds",
-            "Time between consecutive generated tokens of a request.", m.inter_token_latency);
+            "Time between consecutive generated tokens of a request.", models,
+            &EngineMetrics::inter_token_latency);
   histogram(out, "shrike_queue_wait_seconds",
-            "Time from submission to the first step that scheduled the request.", m.queue_wait);
+            "Time from submission to the first step that scheduled the request.", models,
+            &EngineMetrics::queue_wait);
 
   family(out, "shrike_requests_finished_total", "counter", "Requests finished, by reason.");
-  for (int r = 0; r < int(FinishReason::kCount); ++r)
-    sample(out, "shrike_requests_finished_total",
-           std::string("reason=\"") + finish_reason_name(FinishReason(r)) + "\"",
-           m.finished[size_t(r)].load(std::memory_order_relaxed));
-  const auto load = [](const std::atomic<int64_t>& a) { return a.load(std::memory_order_relaxed); };
-  counter(out, "shrike_prompt_tokens_total", "Prompt tokens of admitted requests.",
-          load(m.prompt_tokens));
-  counter(out, "shrike_generation_tokens_total", "Generated tokens.", load(m.generated_tokens));
-  counter(out, "shrike_preemptions_total", "Requests preempted to free KV cache blocks.",
-          load(m.preemptions));
-  counter(out, "shrike_requests_rejected_total",
-          "Requests refused at submission (queue full or draining).", load(m.rejected));
-  counter(out, "shrike_requests_timed_out_total",
+  for (const ModelMetricsView& mv : models)
+    for (int r = 0; r < int(FinishReason::kCount); ++r)
+      sample(out, "shrike_requests_finished_total",
+             labels(mv.label("model"),
+                    std::string("reason=\"") + finish_reason_name(FinishReason(r)) + "\""),
+             load(mv.metrics->finished[size_t(r)]));
+  const auto counter = [&](const char* name, const char* help,
+                           std::atomic<int64_t> EngineMetrics::*a) {
+    per_model(out, name, "counter", help, models,
+              [&](const ModelMetricsView& mv) { return load(mv.metrics->*a); });
+  };
+  counter("shrike_prompt_tokens_total", "Prompt tokens of admitted requests.",
+          &EngineMetrics::prompt_tokens);
+  counter("shrike_generation_tokens_total", "Generated tokens.", &EngineMetrics::generated_tokens);
+  counter("shrike_preemptions_total", "Requests preempted to free KV cache blocks.",
+          &EngineMetrics::preemptions);
+  counter("shrike_requests_rejected_total",
+          "Requests refused at submission (queue full or draining).", &EngineMetrics::rejected);
+  counter("shrike_requests_timed_out_total",
           "Requests whose deadline passed (also counted as finished with reason deadline).",
-          load(m.timed_out));
-  counter(out, "shrike_engine_steps_total", "Engine steps that ran the model.", load(m.steps));
-  counter(out, "shrike_batch_tokens_total", "Tokens computed over all engine steps.",
-          load(m.batch_tokens));
-  counter(out, "shrike_spec_steps_total",
+          &EngineMetrics::timed_out);
+  counter("shrike_engine_steps_total", "Engine steps that ran the model.", &EngineMetrics::steps);
+  counter("shrike_batch_tokens_total", "Tokens computed over all engine steps.",
+          &EngineMetrics::batch_tokens);
+  counter("shrike_spec_steps_total",
           "Speculative verification steps (one per speculating sequence per engine step).",
-          load(m.spec_steps));
-  counter(out, "shrike_spec_proposed_tokens_total", "Draft tokens proposed for verification.",
-          load(m.spec_proposed));
-  counter(out, "shrike_spec_accepted_tokens_total", "Draft tokens the target accepted.",
-          load(m.spec_accepted));
+          &EngineMetrics::spec_steps);
+  counter("shrike_spec_proposed_tokens_total", "Draft tokens proposed for verification.",
+          &EngineMetrics::spec_proposed);
+  counter("shrike_spec_accepted_tokens_total", "Draft tokens the target accepted.",
+          &EngineMetrics::spec_accepted);
   {
-    const double proposed = double(load(m.spec_proposed)), steps = double(load(m.spec_steps));
-    const double draft = double(load(m.spec_draft_ns)), fwd = double(load(m.forward_ns));
     const auto ratio = [](double a, double b) { return b > 0 ? a / b : 0.0; };
-    family(out, "shrike_spec_acceptance_rate", "gauge",
-           "Accepted / proposed draft tokens since the start.");
-    sample(out, "shrike_spec_acceptance_rate", "", ratio(double(load(m.spec_accepted)), proposed));
-    family(out, "shrike_spec_mean_accepted_tokens", "gauge",
-           "Draft tokens accepted per verification step since the start.");
-    sample(out, "shrike_spec_mean_accepted_tokens", "",
-           ratio(double(load(m.spec_accepted)), steps));
-    family(out, "shrike_spec_draft_time_share", "gauge",
-           "Drafting time / (drafting + target forward passes) since the start.");
-    sample(out, "shrike_spec_draft_time_share", "", ratio(draft, draft + fwd));
+    per_model(out, "shrike_spec_acceptance_rate", "gauge",
+              "Accepted / proposed draft tokens since the start.", models,
+              [&](const ModelMetricsView& mv) {
+                return ratio(double(load(mv.metrics->spec_accepted)),
+                             double(load(mv.metrics->spec_proposed)));
+              });
+    per_model(out, "shrike_spec_mean_accepted_tokens", "gauge",
+              "Draft tokens accepted per verification step since the start.", models,
+              [&](const ModelMetricsView& mv) {
+                return ratio(double(load(mv.metrics->spec_accepted)),
+                             double(load(mv.metrics->spec_steps)));
+              });
+    per_model(out, "shrike_spec_draft_time_share", "gauge",
+              "Drafting time / (drafting + target forward passes) since the start.", models,
+              [&](const ModelMetricsView& mv) {
+                const double draft = double(load(mv.metrics->spec_draft_ns));
+                return ratio(draft, draft + double(load(mv.metrics->forward_ns)));
+              });
   }
-  counter(out, "shrike_prefix_cache_queried_tokens_total",
-          "Prompt tokens looked up in the prefix cache.", g.prefix_queried_tokens);
-  counter(out, "shrike_prefix_cache_hit_tokens_total", "Prompt tokens found in the prefix cache.",
-          g.prefix_hit_tokens);
+  const auto gauge_of = [&](const char* name, const char* type, const char* help,
+                            int64_t EngineGauges::*v) {
+    per_model(out, name, type, help, models,
+              [&](const ModelMetricsView& mv) { return mv.gauges.*v; });
+  };
+  gauge_of("shrike_prefix_cache_queried_tokens_total", "counter",
+           "Prompt tokens looked up in the prefix cache.", &EngineGauges::prefix_queried_tokens);
+  gauge_of("shrike_prefix_cache_hit_tokens_total", "counter",
+           "Prompt tokens found in the prefix cache.", &EngineGauges::prefix_hit_tokens);
 
   family(out, "shrike_http_requests_total", "counter", "HTTP requests, by route and status code.");
   for (const HttpRequestCount& h : http)
@@ -243,27 +296,70 @@ std::string render_prometheus(const EngineMetrics& m, const EngineGauges& g,
         "route=\"" + escape_label_value(h.route) + "\",code=\"" + std::to_string(h.status) + "\"",
         h.count);
 
-  gauge(out, "shrike_requests_running", "Requests in the running batch.", g.running);
-  gauge(out, "shrike_requests_waiting", "Requests waiting to be scheduled.", g.waiting);
-  gauge(out, "shrike_kv_blocks_used", "KV cache blocks held by requests.", g.kv_blocks_used);
-  gauge(out, "shrike_kv_blocks_total", "KV cache blocks in the pool.", g.kv_blocks_total);
-  gauge(out, "shrike_kv_blocks_cached", "Free KV cache blocks that still hold a cached prefix.",
-        g.kv_blocks_cached);
-  gauge(out, "shrike_kv_cache_bytes_total", "Bytes of KV cache memory.", g.kv_bytes_total);
-  gauge(out, "shrike_kv_cache_bytes_used",
-        "Bytes of KV cache memory held by requests (blocks, and the int8-mixed f16 copies and "
-        "bookkeeping).",
-        g.kv_bytes_used);
-  gauge(out, "shrike_kv_cache_f16_copy_bytes",
-        "Bytes of f16 copies the int8-mixed KV cache keeps (part of shrike_kv_cache_bytes_used).",
-        g.kv_f16_copy_bytes);
-  gauge(out, "shrike_kv_cache_tokens_used", "Positions held in the KV cache by running requests.",
-        g.kv_tokens_used);
+  gauge_of("shrike_requests_running", "gauge", "Requests in the running batch.",
+           &EngineGauges::running);
+  gauge_of("shrike_requests_waiting", "gauge", "Requests waiting to be scheduled.",
+           &EngineGauges::waiting);
+  gauge_of("shrike_kv_blocks_used", "gauge", "KV cache blocks held by requests.",
+           &EngineGauges::kv_blocks_used);
+  gauge_of("shrike_kv_blocks_capacity", "gauge", "KV cache blocks in the pool.",
+           &EngineGauges::kv_blocks_total);
+  gauge_of("shrike_kv_blocks_usable", "gauge",
+           "KV cache blocks the model could hold now: the pool, or under a shared KV memory "
+           "budget the blocks it has committed plus what the budget would still grant it.",
+           &EngineGauges::kv_blocks_usable);
+  gauge_of("shrike_kv_blocks_committed", "gauge",
+           "KV cache blocks used at least once (their memory is resident).",
+           &EngineGauges::kv_blocks_committed);
+  gauge_of("shrike_kv_blocks_cached", "gauge",
+           "Free KV cache blocks that still hold a cached prefix.",
+           &EngineGauges::kv_blocks_cached);
+  gauge_of("shrike_kv_cache_capacity_bytes", "gauge", "Bytes of KV cache memory.",
+           &EngineGauges::kv_bytes_total);
+  gauge_of("shrike_kv_cache_bytes_used", "gauge",
+           "Bytes of KV cache memory held by requests (blocks, and the int8-mixed f16 copies and "
+           "bookkeeping).",
+           &EngineGauges::kv_bytes_used);
+  gauge_of(
+      "shrike_kv_cache_f16_copy_bytes", "gauge",
+      "Bytes of f16 copies the int8-mixed KV cache keeps (part of shrike_kv_cache_bytes_used).",
+      &EngineGauges::kv_f16_copy_bytes);
+  gauge_of("shrike_kv_cache_tokens_used", "gauge",
+           "Positions held in the KV cache by running requests.", &EngineGauges::kv_tokens_used);
   family(out, "shrike_kv_cache_bytes_per_token", "gauge",
          "Bytes one position takes in the KV cache blocks (keys and values of every layer, int8 "
          "scales included), by cache type.");
-  sample(out, "shrike_kv_cache_bytes_per_token", "type=\"" + escape_label_value(g.kv_type) + "\"",
-         g.kv_bytes_per_token);
+  for (const ModelMetricsView& mv : models)
+    sample(out, "shrike_kv_cache_bytes_per_token",
+           labels(mv.label("model"), "type=\"" + escape_label_value(mv.gauges.kv_type) + "\""),
+           mv.gauges.kv_bytes_per_token);
+
+  if (opt.shared_kv_budget_bytes > 0) {
+    family(out, "shrike_kv_memory_budget_bytes", "gauge",
+           "The KV memory budget all models share (serve --kv-memory).");
+    sample(out, "shrike_kv_memory_budget_bytes", "", opt.shared_kv_budget_bytes);
+    family(out, "shrike_kv_memory_claimed_bytes", "gauge",
+           "Sum over models of max(committed KV bytes, guaranteed minimum): never above the "
+           "budget.");
+    sample(out, "shrike_kv_memory_claimed_bytes", "", opt.shared_kv_claimed_bytes);
+  }
+
+  if (opt.vllm_compat) {
+    // The Gateway API Inference Extension's model-server protocol reads these three gauges under
+    // vLLM's names and its model_name label.
+    per_model(
+        out, "vllm:num_requests_waiting", "gauge",
+        "Requests waiting to be processed (shrike_requests_waiting).", models,
+        [](const ModelMetricsView& mv) { return mv.gauges.waiting; }, "model_name");
+    per_model(
+        out, "vllm:num_requests_running", "gauge",
+        "Requests being processed (shrike_requests_running).", models,
+        [](const ModelMetricsView& mv) { return mv.gauges.running; }, "model_name");
+    per_model(
+        out, "vllm:kv_cache_usage_perc", "gauge",
+        "KV cache usage, 0 to 1: blocks held by requests / blocks the model could hold.", models,
+        [](const ModelMetricsView& mv) { return kv_cache_usage(mv.gauges); }, "model_name");
+  }
   return out;
 }
 

@@ -66,6 +66,10 @@ struct EngineMetrics {
 struct EngineGauges {
   int64_t running = 0, waiting = 0;
   int64_t kv_blocks_used = 0, kv_blocks_total = 0, kv_blocks_cached = 0;
+  // Blocks the engine could hold now: kv_blocks_total, or under a shared budget (EngineConfig::
+  // kv_budget) the blocks it has committed plus what the budget would still grant it.
+  int64_t kv_blocks_usable = 0;
+  int64_t kv_blocks_committed = 0;  // blocks used at least once (their memory is resident)
   int64_t kv_bytes_total = 0;
   int64_t kv_bytes_used = 0;      // blocks held by requests, plus (int8-mixed) the policy's state
   int64_t kv_f16_copy_bytes = 0;  // int8-mixed: the f16 copies' share of kv_bytes_used
@@ -82,8 +86,35 @@ struct HttpRequestCount {
   int64_t count = 0;
 };
 
+// One engine's metrics for the exposition, under its model's name (empty: no model label).
+struct ModelMetricsView {
+  std::string model;
+  const EngineMetrics* metrics = nullptr;
+  EngineGauges gauges;
+  // `label_name="model"`, escaped; empty when model is.
+  std::string label(const char* label_name) const;
+};
+
+struct PrometheusOptions {
+  // --metrics-compat vllm: vllm:num_requests_waiting, vllm:num_requests_running and
+  // vllm:kv_cache_usage_perc (label model_name) as well, the gauges the Gateway API Inference
+  // Extension's model-server protocol reads.
+  bool vllm_compat = false;
+  // A KV memory budget shared by the models (0: none): shrike_kv_memory_budget_bytes and
+  // shrike_kv_memory_claimed_bytes.
+  int64_t shared_kv_budget_bytes = 0, shared_kv_claimed_bytes = 0;
+};
+
+// KV cache usage from 0 to 1: blocks held by requests / blocks the engine could hold now.
+double kv_cache_usage(const EngineGauges& g);
+
 // Prometheus text exposition format (version 0.0.4) of everything above, every metric with
-// # HELP and # TYPE lines, names prefixed shrike_.
+// # HELP and # TYPE lines, names prefixed shrike_; each family once, with one sample (set) per
+// model, labelled model="NAME" after any other label.
+std::string render_prometheus(const std::vector<ModelMetricsView>& models,
+                              const std::vector<HttpRequestCount>& http,
+                              const PrometheusOptions& opt);
+// One unnamed engine (no model label).
 std::string render_prometheus(const EngineMetrics& m, const EngineGauges& g,
                               const std::vector<HttpRequestCount>& http);
 

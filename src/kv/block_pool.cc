@@ -3,6 +3,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kv/shared_budget.h"
+
 namespace shrike::kv {
 namespace {
 
@@ -30,21 +32,68 @@ BlockPool::BlockPool(int64_t n_blocks, int64_t block_size) : block_size_(block_s
   // A stack popped from the back: block 0 is handed out first, which keeps tests readable.
   free_.reserve(n);
   for (int64_t b = n_blocks - 1; b >= 0; --b) free_.push_back(BlockId(b));
+  granted_ = n_blocks;
 }
 
 int64_t BlockPool::available_blocks() const {
-  return int64_t(free_.size() + lru_.size());
+  const int64_t untouched = total_blocks() - committed_;
+  return int64_t(free_.size() + lru_.size()) - untouched + (granted_ - committed_);
 }
 
 int64_t BlockPool::blocks_in_use() const {
-  return total_blocks() - available_blocks();
+  return total_blocks() - int64_t(free_.size() + lru_.size());
+}
+
+void BlockPool::set_budget(std::shared_ptr<KvBudgetAccount> account) {
+  if (committed_ > 0) throw std::logic_error("BlockPool::set_budget after the first allocation");
+  return_growth();
+  budget_ = std::move(account);
+  granted_ = budget_ ? committed_ : total_blocks();
+}
+
+void BlockPool::reserve_growth() {
+  if (!budget_) return;
+  granted_ += budget_->reserve_blocks(total_blocks() - granted_);
+}
+
+void BlockPool::return_growth() {
+  if (!budget_) return;
+  budget_->release_blocks(granted_ - committed_);
+  granted_ = committed_;
+}
+
+int64_t BlockPool::trim(int64_t keep) {
+  if (!budget_) return committed_;
+  int64_t to = committed_;
+  while (to > keep && refcount_[size_t(to - 1)] == 0) --to;
+  if (to == committed_) return committed_;
+  for (BlockId b = BlockId(to); b < BlockId(committed_); ++b)
+    if (has_hash_[size_t(b)]) {
+      lru_.erase(lru_pos_[size_t(b)]);
+      drop_hash(b);
+    }
+  // free_ again as the constructor leaves it: never-used blocks at the bottom, popped in id
+  // order, then the used free ones in their order.
+  std::vector<BlockId> used_free;
+  for (BlockId b : free_)
+    if (b < BlockId(to)) used_free.push_back(b);
+  free_.clear();
+  for (int64_t b = total_blocks() - 1; b >= to; --b) free_.push_back(BlockId(b));
+  free_.insert(free_.end(), used_free.begin(), used_free.end());
+  budget_->release_blocks(committed_ - to);
+  granted_ -= committed_ - to;
+  committed_ = to;
+  return committed_;
 }
 
 BlockId BlockPool::allocate() {
   BlockId b = kNoBlock;
-  if (!free_.empty()) {
+  // A never-used block (the top of free_ is one only when no used block is free) needs budget.
+  const bool top_is_new = !free_.empty() && int64_t(free_.back()) >= committed_;
+  if (!free_.empty() && (!top_is_new || committed_ < granted_)) {
     b = free_.back();
     free_.pop_back();
+    if (top_is_new) ++committed_;
   } else if (!lru_.empty()) {
     b = lru_.front();
     lru_.pop_front();

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <list>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct PoolStats {
   int64_t evictions = 0;              // cached blocks reclaimed for a new allocation
 };
 
+class KvBudgetAccount;
+
 class BlockPool {
  public:
   // Throws std::invalid_argument unless n_blocks >= 1 and block_size >= 1.
@@ -40,9 +43,27 @@ class BlockPool {
 
   int64_t block_size() const { return block_size_; }
   int64_t total_blocks() const { return int64_t(refcount_.size()); }
-  // Blocks allocate() can still hand out: plain free ones plus evictable cached ones.
+  // Blocks allocate() can still hand out: plain free ones plus evictable cached ones (with a
+  // shared budget: of the never-used ones, only those reserved by reserve_growth()).
   int64_t available_blocks() const;
   int64_t blocks_in_use() const;
+
+  // A shared KV memory budget (kv/shared_budget.h). Blocks are then handed out in id order and a
+  // block never used before (id >= committed_blocks()) needs budget: the pool uses only what
+  // reserve_growth() obtained, and return_growth() gives the unused part back. Without a budget
+  // every block is available. Set before the first allocate().
+  void set_budget(std::shared_ptr<KvBudgetAccount> account);
+  // Reserves budget for every never-used block (as much as the budget grants): call before
+  // planning with available_blocks(), which then stays exact until return_growth().
+  void reserve_growth();
+  void return_growth();
+  // Blocks used at least once: their memory is committed.
+  int64_t committed_blocks() const { return committed_; }
+  // Gives committed blocks beyond the first `keep` back to the budget when none of them is in use
+  // (cached ones lose their prefix), so that their memory can go to another cache (the caller
+  // discards it: KvStorage::discard). Returns the new committed_blocks(); without a budget, or
+  // with a block beyond `keep` in use, it stops above that block.
+  int64_t trim(int64_t keep);
 
   // A block with reference count 1 and no hash; takes a plain free block first, else evicts the
   // least recently released cached block (dropping its hash). kNoBlock when none is available.
@@ -89,6 +110,11 @@ class BlockPool {
   std::vector<std::list<BlockId>::iterator> lru_pos_;  // valid while the block is in lru_
   std::unordered_map<uint64_t, BlockId> by_hash_;
   int64_t queried_ = 0, hit_ = 0, evictions_ = 0;
+  // Blocks [0, committed_) have been used; untouched ones are always at the bottom of free_ (they
+  // are never pushed back), so allocate() reuses a used block before it touches a new one.
+  int64_t committed_ = 0;
+  int64_t granted_ = 0;  // committed_ plus reserved-but-untouched blocks; total without a budget
+  std::shared_ptr<KvBudgetAccount> budget_;
 };
 
 }  // namespace shrike::kv

@@ -1,5 +1,8 @@
 #include "kv/kv_storage.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -88,7 +91,7 @@ KvStorage::KvStorage(int64_t n_layers, int64_t n_blocks, int64_t block_size, int
                 std::vector<KvFormat>(size_t(std::max<int64_t>(0, n_layers)), format)) {}
 
 KvStorage::KvStorage(int64_t n_layers, int64_t n_blocks, int64_t block_size, int64_t n_kv_heads,
-                     int64_t head_dim, std::vector<KvFormat> layer_formats)
+                     int64_t head_dim, std::vector<KvFormat> layer_formats, Commit commit)
     : n_layers_(n_layers),
       n_blocks_(n_blocks),
       block_size_(block_size),
@@ -115,13 +118,64 @@ KvStorage::KvStorage(int64_t n_layers, int64_t n_blocks, int64_t block_size, int
     offset = (offset + bb.block * size_t(n_blocks) + 63) / 64 * 64;
     block_bytes_ += 2 * bb.block;
   }
-  k_ = Bytes(offset);
-  v_ = Bytes(offset);
-  // Zeroed so that nothing ever reads indeterminate memory (and so that the pages are committed
-  // now, when the server starts, rather than in the middle of the first requests). Zero bits are
-  // 0.0 in every format (int8 quants 0 with scale 0).
-  std::memset(k_.data(), 0, k_.size());
-  std::memset(v_.data(), 0, v_.size());
+  // Zeroed so that nothing ever reads indeterminate memory; zero bits are 0.0 in every format
+  // (int8 quants 0 with scale 0). Commit::Now writes the zeros now, so that the pages are
+  // committed when the server starts rather than in the middle of the first requests.
+  k_ = Bytes(offset, commit);
+  v_ = Bytes(offset, commit);
+}
+
+void KvStorage::discard(BlockId from, BlockId to) {
+  if (!k_.lazy() || from >= to) return;
+  const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+  for (Bytes* m : {&k_, &v_})
+    for (int64_t layer = 0; layer < n_layers_; ++layer) {
+      const uintptr_t begin = uintptr_t(raw(*m, layer, from)), end = uintptr_t(raw(*m, layer, to));
+      const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+      if (first < last) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    }
+}
+
+KvStorage::Bytes::Bytes(size_t n, Commit commit) : n_(n) {
+  if (commit == Commit::Now) {
+    AlignedBytes b = aligned_alloc_bytes(n);
+    std::memset(b.get(), 0, n);
+    p_ = b.release();
+    return;
+  }
+  // Anonymous pages read as zero until written. Small pages, so that residency follows the
+  // blocks used rather than 2 MiB at a time.
+  const size_t len = std::max<size_t>(n, 1);
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  madvise(p, len, MADV_NOHUGEPAGE);
+  p_ = static_cast<unsigned char*>(p);
+  mapped_ = len;
+}
+
+KvStorage::Bytes::~Bytes() {
+  if (mapped_ > 0)
+    munmap(p_, mapped_);
+  else
+    AlignedFree()(p_);
+}
+
+KvStorage::Bytes::Bytes(Bytes&& o) noexcept : p_(o.p_), n_(o.n_), mapped_(o.mapped_) {
+  o.p_ = nullptr;
+  o.n_ = o.mapped_ = 0;
+}
+
+KvStorage::Bytes& KvStorage::Bytes::operator=(Bytes&& o) noexcept {
+  if (this != &o) {
+    this->~Bytes();
+    p_ = o.p_;
+    n_ = o.n_;
+    mapped_ = o.mapped_;
+    o.p_ = nullptr;
+    o.n_ = o.mapped_ = 0;
+  }
+  return *this;
 }
 
 size_t KvStorage::block_bytes_for(const std::vector<KvFormat>& layer_formats, int64_t block_size,

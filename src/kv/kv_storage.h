@@ -33,9 +33,14 @@ class KvStorage {
   // Every layer in one format.
   KvStorage(int64_t n_layers, int64_t n_blocks, int64_t block_size, int64_t n_kv_heads,
             int64_t head_dim, KvFormat format = KvFormat::F32);
+  // When the memory's pages are committed: Now zeroes everything at construction (no page fault
+  // in the middle of a request); Lazily maps zero pages that become resident when a block is
+  // first written, so that a cache under a shared budget (kv/shared_budget.h) takes from the
+  // machine only the blocks it has used.
+  enum class Commit { Now, Lazily };
   // One format per layer (layer_formats.size() == n_layers, std::invalid_argument otherwise).
   KvStorage(int64_t n_layers, int64_t n_blocks, int64_t block_size, int64_t n_kv_heads,
-            int64_t head_dim, std::vector<KvFormat> layer_formats);
+            int64_t head_dim, std::vector<KvFormat> layer_formats, Commit commit = Commit::Now);
 
   int64_t n_layers() const { return n_layers_; }
   int64_t n_blocks() const { return n_blocks_; }
@@ -96,9 +101,28 @@ class KvStorage {
   void store(int64_t layer, BlockId b, int64_t slot, const float* k, const float* v);
   // Copies every layer's keys and values of block src into dst (copy-on-write).
   void copy_block(BlockId src, BlockId dst);
+  // Commit::Lazily: returns the memory of blocks [from, to) to the system (whole pages inside
+  // the range; they read as zero again). Nothing with Commit::Now.
+  void discard(BlockId from, BlockId to);
 
  private:
-  using Bytes = AlignedArray<unsigned char>;
+  // Aligned heap memory (Commit::Now) or an anonymous mapping (Commit::Lazily).
+  class Bytes {
+   public:
+    Bytes() = default;
+    Bytes(size_t n, Commit commit);
+    ~Bytes();
+    Bytes(Bytes&& o) noexcept;
+    Bytes& operator=(Bytes&& o) noexcept;
+    unsigned char* data() { return p_; }
+    const unsigned char* data() const { return p_; }
+    size_t size() const { return n_; }
+    bool lazy() const { return mapped_ > 0; }
+
+   private:
+    unsigned char* p_ = nullptr;
+    size_t n_ = 0, mapped_ = 0;  // mapped_ > 0: munmap, else free
+  };
   struct Layer {
     KvFormat format = KvFormat::F32;
     size_t block_bytes = 0;  // bytes of one block of K (or V)

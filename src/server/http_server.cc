@@ -12,7 +12,6 @@
 #include <set>
 #include <thread>
 
-#include "constrain/cache.h"
 #include "engine/engine.h"
 #include "server/generation_request.h"
 #include "server/intent_route.h"
@@ -41,10 +40,11 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& j) {
 // The route label of the request counters: known routes by name, everything else as "other" so a
 // scanner probing random paths cannot grow the metrics without bound.
 std::string route_label(const std::string& path) {
-  for (const char* known :
-       {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health", "/metrics"})
+  for (const char* known : {"/v1/completions", "/v1/chat/completions", "/v1/intent", "/v1/models",
+                            "/health", "/live", "/metrics", "/admin/models"})
     if (path == known) return known;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
+  if (path.rfind("/admin/models/", 0) == 0) return "/admin/models/{id}";
   return "other";
 }
 
@@ -122,6 +122,7 @@ Usage usage_of(const engine::StreamEvent& ev) {
 // One streaming response: owns the engine stream and ends the request if the response goes away
 // before the engine finished it (client gone, write failed, server stopping).
 struct StreamJob {
+  std::shared_ptr<ServedModel> model;  // kept while the stream lasts
   std::shared_ptr<engine::RequestStream> stream;
   const tokenizer::Tokenizer* tok = nullptr;
   ResponseMeta meta;
@@ -221,9 +222,11 @@ struct HttpServer::Impl {
 
   ServerOptions opt;
   httplib::Server svr;
-  std::atomic<engine::Engine*> engine{nullptr};
-  std::map<std::string, std::string> serving_options;  // written before engine is published
-  std::atomic<ChatFormat> chat_format{ChatFormat::Plain};
+  ModelRegistry models;
+  std::atomic<bool> ready{false};
+  std::mutex loader_mu;  // one admin load or removal at a time
+  ModelLoader loader;
+  std::shared_ptr<const kv::KvMemoryLedger> kv_ledger;
   std::atomic<bool> draining{false};
   std::atomic<int64_t> in_flight{0};
   std::atomic<bool> serving{false}, stop_requested{false};
@@ -243,22 +246,49 @@ struct HttpServer::Impl {
   std::mutex rng_mu;
   std::mt19937_64 rng;
 
-  // Compiled constraints over the model's vocabulary (token bytes + trie), built on the first
-  // constrained request.
-  std::once_flag constraints_once;
-  std::unique_ptr<constrain::ConstraintCache> constraints;
-  // set_task(): the model's task, and its schema when it constrains requests by default.
-  std::optional<data::TaskDefinition> task;
-  std::optional<constrain::ConstraintSpec> task_spec, default_spec;
-
-  std::shared_ptr<const constrain::Constraint> compile(const tokenizer::Tokenizer& tok,
-                                                       const constrain::ConstraintSpec& spec) {
-    std::call_once(constraints_once, [&] {
-      constraints =
-          std::make_unique<constrain::ConstraintCache>(constrain::TokenVocab::from_tokenizer(tok));
-    });
-    return constraints->get(spec);
+  // The model a request names, or (no name) the only one; nullptr after answering 503 (not
+  // ready), 404 (no such model) or 400 (no name while several are served).
+  std::shared_ptr<ServedModel> resolve(const std::string& name, httplib::Response& res) {
+    if (!ready.load()) {
+      send_error(res, unavailable("The model is still loading."));
+      return nullptr;
+    }
+    if (!name.empty()) {
+      auto m = models.find(name);
+      if (!m) send_error(res, model_not_found(name));
+      return m;
+    }
+    auto all = models.all();
+    if (all.size() == 1) return all.front();
+    if (all.empty()) {
+      send_error(res, unavailable("The server holds no model."));
+      return nullptr;
+    }
+    std::string names;
+    for (const auto& m : all) names += (names.empty() ? "" : ", ") + m->name();
+    send_error(res, bad_request("'model' is required: this server holds " + names + ".", "model",
+                                "missing_required_parameter"));
+    return nullptr;
   }
+
+  // 404 (as for an unknown route) without an admin key, 401 without the right one.
+  bool check_admin(const httplib::Request& req, httplib::Response& res) const {
+    if (opt.admin_key.empty()) {
+      send_error(res, not_found("Unknown route: " + req.method + " " + req.path));
+      return false;
+    }
+    const std::string h = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (h.rfind(prefix, 0) != 0 || !equal_constant_time(h.substr(prefix.size()), opt.admin_key)) {
+      send_error(res, unauthorized("This route needs the admin key as 'Bearer KEY'."));
+      return false;
+    }
+    return true;
+  }
+  void admin_add(const httplib::Request& req, httplib::Response& res,
+                 const httplib::ContentReader& reader);
+  void admin_remove(const httplib::Request& req, httplib::Response& res);
+  std::string metrics_text();
 
   uint64_t random64() {
     std::lock_guard<std::mutex> lock(rng_mu);
@@ -296,7 +326,7 @@ struct HttpServer::Impl {
   // Not streaming: waits for the whole answer and sends it as one JSON body.
   void blocking_reply(httplib::Response& res, engine::RequestStream& stream,
                       const tokenizer::Tokenizer& tok, const ResponseMeta& meta);
-  void models(const httplib::Request& req, httplib::Response& res);
+  void list_models(const httplib::Request& req, httplib::Response& res);
   // POST /v1/intent (intent_route.h).
   void intent(const httplib::Request& req, httplib::Response& res,
               const httplib::ContentReader& reader);
@@ -350,31 +380,36 @@ void HttpServer::Impl::install_routes() {
   svr.Get("/v1/completions", post_only);
   svr.Get("/v1/chat/completions", post_only);
 
+  // Readiness: whether to send traffic here (a load balancer's or Kubernetes' readinessProbe).
   svr.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
     if (draining.load())
       send_json(res, 503, {{"status", "draining"}});
-    else if (!engine.load())
+    else if (!ready.load())
       send_json(res, 503, {{"status", "loading"}});
     else
-      send_json(res, 200, {{"status", "ok"}});
+      send_json(res, 200, {{"status", "ok"}, {"models", int64_t(models.size())}});
+  });
+  // Liveness: the process answers HTTP (a livenessProbe restarts it when this fails); 200 while
+  // loading and draining too, which are not reasons to restart.
+  svr.Get("/live", [](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"status", "alive"}});
   });
   svr.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    engine::Engine* eng = engine.load();
-    if (!eng) return send_error(res, unavailable("the model is still loading"));
-    std::vector<engine::HttpRequestCount> http;
-    {
-      std::lock_guard<std::mutex> lock(counts_mu);
-      for (const auto& [key, n] : counts) http.push_back({key.first, key.second, n});
-    }
+    if (!ready.load()) return send_error(res, unavailable("the model is still loading"));
     res.status = 200;
-    res.set_content(engine::render_prometheus(eng->metrics(), eng->gauges(), http),
-                    "text/plain; version=0.0.4");
+    res.set_content(metrics_text(), "text/plain; version=0.0.4");
+  });
+  svr.Post("/admin/models",
+           [this](const httplib::Request& req, httplib::Response& res,
+                  const httplib::ContentReader& reader) { admin_add(req, res, reader); });
+  svr.Delete("/admin/models/(.+)", [this](const httplib::Request& req, httplib::Response& res) {
+    admin_remove(req, res);
   });
   svr.Get("/v1/models",
-          [this](const httplib::Request& req, httplib::Response& res) { models(req, res); });
+          [this](const httplib::Request& req, httplib::Response& res) { list_models(req, res); });
   svr.Get("/v1/models/(.+)",
-          [this](const httplib::Request& req, httplib::Response& res) { models(req, res); });
-  for (const char* path : {"/health", "/metrics", "/v1/models"}) svr.Post(path, get_only);
+          [this](const httplib::Request& req, httplib::Response& res) { list_models(req, res); });
+  for (const char* path : {"/health", "/live", "/metrics", "/v1/models"}) svr.Post(path, get_only);
 
   // Fills in an OpenAI error body wherever httplib answers by itself: unknown routes (404), bodies
   // over the limit (413), unparsable request lines (400).
@@ -417,20 +452,101 @@ void HttpServer::Impl::install_routes() {
   });
 }
 
-void HttpServer::Impl::models(const httplib::Request& req, httplib::Response& res) {
+void HttpServer::Impl::list_models(const httplib::Request& req, httplib::Response& res) {
   if (auto e = check_auth(req)) return send_error(res, *e);
-  nlohmann::json card = {
-      {"id", opt.model_name}, {"object", "model"}, {"created", created}, {"owned_by", "shrike"}};
-  if (engine::Engine* eng = engine.load()) {
-    card["max_model_len"] = eng->context_length();
-    if (!serving_options.empty()) card["shrike"] = {{"serving_options", serving_options}};
-  }
+  const auto card = [&](const ServedModel& m) {
+    nlohmann::json c = {
+        {"id", m.name()}, {"object", "model"}, {"created", created}, {"owned_by", "shrike"}};
+    c["max_model_len"] = m.engine().context_length();
+    if (!m.instance().serving_options.empty())
+      c["shrike"] = {{"serving_options", m.instance().serving_options}};
+    return c;
+  };
   if (req.matches.size() > 1) {
     const std::string id = req.matches[1];
-    if (id != opt.model_name) return send_error(res, model_not_found(id));
-    return send_json(res, 200, card);
+    const auto m = models.find(id);
+    if (!m) return send_error(res, model_not_found(id));
+    return send_json(res, 200, card(*m));
   }
-  send_json(res, 200, {{"object", "list"}, {"data", nlohmann::json::array({card})}});
+  nlohmann::json data = nlohmann::json::array();
+  for (const auto& m : models.all()) data.push_back(card(*m));
+  send_json(res, 200, {{"object", "list"}, {"data", data}});
+}
+
+std::string HttpServer::Impl::metrics_text() {
+  std::vector<engine::HttpRequestCount> http;
+  {
+    std::lock_guard<std::mutex> lock(counts_mu);
+    for (const auto& [key, n] : counts) http.push_back({key.first, key.second, n});
+  }
+  const auto all = models.all();  // kept alive while their metrics are read
+  std::vector<engine::ModelMetricsView> views;
+  for (const auto& m : all)
+    views.push_back({m->name(), &m->engine().metrics(), m->engine().gauges()});
+  engine::PrometheusOptions po;
+  po.vllm_compat = opt.vllm_metrics;
+  if (kv_ledger) {
+    po.shared_kv_budget_bytes = int64_t(kv_ledger->total_bytes());
+    po.shared_kv_claimed_bytes = int64_t(kv_ledger->claimed_bytes());
+  }
+  return engine::render_prometheus(views, http, po);
+}
+
+void HttpServer::Impl::admin_add(const httplib::Request& req, httplib::Response& res,
+                                 const httplib::ContentReader& reader) {
+  const std::optional<std::string> body = read_body(res, reader);
+  if (!body) return;
+  if (!check_admin(req, res)) return;
+  const auto j = nlohmann::json::parse(*body, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return send_error(res, bad_request("The body must be a JSON object such as {\"name\": "
+                                       "\"support\", \"path\": \"/models/support.gguf\"}.",
+                                       "", "invalid_json"));
+  for (const char* key : {"name", "path"})
+    if (!j.contains(key) || !j[key].is_string() || j[key].get<std::string>().empty())
+      return send_error(
+          res, bad_request(std::string("'") + key + "' is required (a non-empty string).", key,
+                           "missing_required_parameter"));
+  const std::string name = j["name"], path = j["path"];
+  if (draining.load())
+    return send_error(res, unavailable("The server is shutting down and accepts no new models."));
+  if (!loader) return send_error(res, server_error("This server cannot load models."));
+  std::lock_guard<std::mutex> lock(loader_mu);
+  if (models.find(name))
+    return send_error(res, ApiError{409, "A model named '" + name + "' is already served.",
+                                    "invalid_request_error", "name", "model_exists"});
+  std::unique_ptr<ModelInstance> inst;
+  try {
+    inst = loader(name, path, *body);
+  } catch (const std::exception& e) {
+    return send_error(res, bad_request(std::string("Cannot load the model: ") + e.what(), "path",
+                                       "model_load_failed"));
+  }
+  auto served = std::make_shared<ServedModel>(std::move(inst));
+  models.add(served);
+  std::fprintf(stderr, "shrike serve: model '%s' added (%s)\n", name.c_str(), path.c_str());
+  send_json(res, 201, {{"id", name}, {"object", "model"}, {"status", "added"}});
+}
+
+void HttpServer::Impl::admin_remove(const httplib::Request& req, httplib::Response& res) {
+  if (!check_admin(req, res)) return;
+  const std::string name = req.matches[1];
+  std::lock_guard<std::mutex> lock(loader_mu);
+  std::shared_ptr<ServedModel> m = models.remove(name);
+  if (!m) return send_error(res, model_not_found(name));
+  // New requests naming it get 404 from now on; those running finish.
+  m->engine().drain();
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(opt.remove_drain_s));
+  while (!m->engine().idle() && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool drained = m->engine().idle();
+  std::fprintf(stderr, "shrike serve: model '%s' removed%s\n", name.c_str(),
+               drained ? "" : " (requests still running; its memory goes when they end)");
+  // The engine and its memory go with the last reference: here, or in the last request's worker.
+  m.reset();
+  send_json(res, 200,
+            {{"id", name}, {"object", "model"}, {"status", "removed"}, {"drained", drained}});
 }
 
 std::optional<std::string> HttpServer::Impl::read_body(httplib::Response& res,
@@ -470,22 +586,24 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
   if (auto e = check_auth(req)) return send_error(res, *e);
   if (draining.load())
     return send_error(res, unavailable("The server is shutting down and accepts no new requests."));
-  engine::Engine* eng = engine.load();
-  if (!eng) return send_error(res, unavailable("The model is still loading."));
+  if (!ready.load()) return send_error(res, unavailable("The model is still loading."));
 
   auto parsed = parse_request(*body, ep);
   if (const auto* e = std::get_if<ApiError>(&parsed)) return send_error(res, *e);
   ParsedRequest& p = std::get<ParsedRequest>(parsed);
-  if (!p.constraint && default_spec) {  // a task model answers in its task's schema by default
-    p.constraint = default_spec;
+  std::shared_ptr<ServedModel> model = resolve(p.model, res);
+  if (!model) return;
+  engine::Engine* eng = &model->engine();
+  if (!p.constraint && model->default_spec()) {  // a task model answers in its schema by default
+    p.constraint = model->default_spec();
     p.constraint_param = "task schema";
   }
   const tokenizer::Tokenizer& tok = eng->tokenizer();
   auto request = to_generation_request(
-      p,
-      RequestContext{tok, chat_format.load(), eng->model().config().add_bos, eng->context_length(),
-                     opt.model_name, opt.request_timeout_s, random64(), Clock::now(),
-                     [&](const constrain::ConstraintSpec& spec) { return compile(tok, spec); }});
+      p, RequestContext{
+             tok, model->instance().chat_format, eng->model().config().add_bos,
+             eng->context_length(), model->name(), opt.request_timeout_s, random64(), Clock::now(),
+             [&](const constrain::ConstraintSpec& spec) { return model->compile(spec); }});
   if (const auto* e = std::get_if<ApiError>(&request)) return send_error(res, *e);
 
   engine::SubmitResult sub = eng->submit(std::move(std::get<engine::GenerationRequest>(request)));
@@ -496,11 +614,12 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
   meta.endpoint = ep;
   meta.id = new_id(ep);
   meta.created = unix_now();
-  meta.model = opt.model_name;
+  meta.model = model->name();
   meta.logprobs = p.sampling.logprobs;
 
   if (p.stream) {
     auto job = std::make_shared<StreamJob>();
+    job->model = model;
     job->stream = sub.stream;
     job->tok = &tok;
     job->meta = std::move(meta);
@@ -562,28 +681,20 @@ void HttpServer::serve() {
   m.serving.store(false);
 }
 
-void HttpServer::attach(engine::Engine& engine, ChatFormat chat_format,
-                        std::map<std::string, std::string> serving_options) {
-  impl_->serving_options = std::move(serving_options);
-  impl_->chat_format.store(chat_format);
-  // The task schema is every request's default: compile it now (about a second for the built-in
-  // task's 14 slots), not in the first requests' latency.
-  if (impl_->task_spec) impl_->compile(engine.tokenizer(), *impl_->task_spec);
-  impl_->engine.store(&engine);
+void HttpServer::add_model(std::unique_ptr<ModelInstance> model) {
+  impl_->models.add(std::make_shared<ServedModel>(std::move(model)));
 }
 
-void HttpServer::set_task(std::optional<data::TaskDefinition> task, bool schema_by_default) {
-  Impl& m = *impl_;
-  m.task = std::move(task);
-  m.task_spec.reset();
-  m.default_spec.reset();
-  if (!m.task) return;
-  constrain::ConstraintSpec spec{constrain::ConstraintSpec::Kind::JsonSchema, {}, {}, {}};
-  spec.schema = data::task_schema(*m.task);
-  if (schema_by_default) {
-    m.task_spec = spec;
-    m.default_spec = spec;
-  }
+void HttpServer::set_ready() {
+  impl_->ready.store(true);
+}
+
+void HttpServer::set_model_loader(ModelLoader loader) {
+  impl_->loader = std::move(loader);
+}
+
+void HttpServer::set_kv_ledger(std::shared_ptr<const kv::KvMemoryLedger> ledger) {
+  impl_->kv_ledger = std::move(ledger);
 }
 
 void HttpServer::Impl::intent(const httplib::Request& req, httplib::Response& res,
@@ -594,17 +705,29 @@ void HttpServer::Impl::intent(const httplib::Request& req, httplib::Response& re
   if (auto e = check_auth(req)) return send_error(res, *e);
   if (draining.load())
     return send_error(res, unavailable("The server is shutting down and accepts no new requests."));
-  engine::Engine* eng = engine.load();
-  if (!eng) return send_error(res, unavailable("The model is still loading."));
+  if (!ready.load()) return send_error(res, unavailable("The model is still loading."));
+  auto text = parse_intent_request(*body);
+  if (const auto* e = std::get_if<ApiError>(&text)) return send_error(res, *e);
+  // The body may name the model like the OpenAI routes do.
+  std::string name;
+  if (const auto j = nlohmann::json::parse(*body, nullptr, false);
+      j.is_object() && j.contains("model")) {
+    if (!j["model"].is_string())
+      return send_error(res, bad_request("Invalid type for 'model': expected a string.", "model",
+                                         "invalid_type"));
+    name = j["model"].get<std::string>();
+  }
+  std::shared_ptr<ServedModel> model = resolve(name, res);
+  if (!model) return;
+  const std::optional<data::TaskDefinition>& task = model->instance().task;
   if (!task)
     return send_error(res, not_found("This model carries no task definition (shrike.task.* in its "
                                      "GGUF, written by `shrike train`): /v1/intent needs one.",
                                      "no_task"));
-  auto text = parse_intent_request(*body);
-  if (const auto* e = std::get_if<ApiError>(&text)) return send_error(res, *e);
+  engine::Engine* eng = &model->engine();
   const tokenizer::Tokenizer& tok = eng->tokenizer();
   std::shared_ptr<const constrain::Constraint> constraint;
-  if (task_spec) constraint = compile(tok, *task_spec);
+  if (model->default_spec()) constraint = model->compile(*model->default_spec());
   // The task's prompts start with BOS (train::encode_task_prompt), whatever the model's default.
   auto request = intent_generation_request(*task, tok, std::get<std::string>(text),
                                            std::move(constraint), true, eng->context_length());
@@ -640,12 +763,14 @@ void HttpServer::Impl::intent(const httplib::Request& req, httplib::Response& re
 
 void HttpServer::begin_drain() {
   impl_->draining.store(true);
-  if (engine::Engine* eng = impl_->engine.load()) eng->drain();
+  for (const auto& m : impl_->models.all()) m->engine().drain();
 }
 
 bool HttpServer::drained() const {
-  const engine::Engine* eng = impl_->engine.load();
-  return impl_->in_flight.load() == 0 && (!eng || eng->idle());
+  if (impl_->in_flight.load() != 0) return false;
+  for (const auto& m : impl_->models.all())
+    if (!m->engine().idle()) return false;
+  return true;
 }
 
 void HttpServer::stop() {

@@ -1,31 +1,38 @@
 // The HTTP front of `shrike serve`: OpenAI-compatible routes over cpp-httplib, SSE streaming,
 // API-key checks, body limits, request counting for /metrics, and the drain that SIGTERM starts.
-// Each request runs on an httplib worker thread, which tokenizes it, submits it to the engine
-// and relays the engine's events to the client (a streaming request holds its worker until done).
+// Each request runs on an httplib worker thread, which tokenizes it, submits it to the engine of
+// the model it names (model_registry.h) and relays the engine's events to the client (a
+// streaming request holds its worker until done). With an admin key, /admin/models adds and
+// removes models while serving.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "data/task_definition.h"
 #include "engine/metrics.h"
-#include "server/chat_format.h"
-
-namespace shrike::engine {
-class Engine;
-}
+#include "kv/shared_budget.h"
+#include "server/model_registry.h"
 
 namespace shrike::server {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;         // 0: any free port (bind() says which)
-  std::string api_key;     // empty: no authentication
-  std::string model_name;  // the id /v1/models lists and requests may name
+  int port = 8080;      // 0: any free port (bind() says which)
+  std::string api_key;  // empty: no authentication
+  // Bearer key of the admin routes (POST /admin/models, DELETE /admin/models/NAME); empty: those
+  // routes do not exist (404).
+  std::string admin_key;
+  // /metrics also carries vLLM's names of the three gauges the Gateway API Inference
+  // Extension reads (engine::PrometheusOptions::vllm_compat).
+  bool vllm_metrics = false;
+  // Seconds DELETE /admin/models waits for the model's running requests before answering (they
+  // finish either way; the model's memory goes when the last one does).
+  double remove_drain_s = 30;
   size_t max_body_bytes = size_t(8) << 20;
   double request_timeout_s = 0;  // deadline of requests that set no "timeout"; 0: none
   int http_threads = 64;         // httplib workers: one per open connection (streams hold one)
@@ -41,18 +48,23 @@ class HttpServer {
   // Binds the listening socket and returns its port. Throws std::runtime_error when it cannot.
   int bind();
   // Accepts connections until stop(); call after bind(), typically on its own thread. Until
-  // attach(), /health answers 503 "loading" and generation routes 503.
+  // set_ready(), /health answers 503 "loading" and generation routes 503 (/live answers 200
+  // from the start: the process is alive).
   void serve();
-  // The engine that serves the generation routes (it must outlive the server) and the chat
-  // format of its model. From now on /health answers 200. serving_options (effective settings,
-  // e.g. kv_type, batching) are listed under the "shrike" extension field of /v1/models, so a
-  // client can see how the model is served without parsing the log.
-  void attach(engine::Engine& engine, ChatFormat chat_format,
-              std::map<std::string, std::string> serving_options = {});
-  // The model's task (data/task_definition.h), before attach() (which compiles its schema): POST
-  // /v1/intent answers with it (404 without one), and with schema_by_default requests that give no
-  // constraint of their own are constrained to the task's schema (data::task_schema).
-  void set_task(std::optional<data::TaskDefinition> task, bool schema_by_default);
+  // A model to serve under its name (std::invalid_argument when the name is taken). Its
+  // serving_options (effective settings, e.g. kv_type, batching) are listed under the "shrike"
+  // extension field of /v1/models, so a client can see how the model is served without parsing
+  // the log.
+  void add_model(std::unique_ptr<ModelInstance> model);
+  // The models given at start are loaded: /health answers 200 from now on.
+  void set_ready();
+  // Loads a model for POST /admin/models {"name", "path"} (the rest of the body is the loader's
+  // to read); throws with a message for the client when it cannot.
+  using ModelLoader = std::function<std::unique_ptr<ModelInstance>(
+      const std::string& name, const std::string& path, const std::string& body)>;
+  void set_model_loader(ModelLoader loader);
+  // The KV memory budget the models share (serve --kv-memory), for /metrics.
+  void set_kv_ledger(std::shared_ptr<const kv::KvMemoryLedger> ledger);
 
   // Refuse new work from now on (503, /health 503 "draining"); running requests continue.
   void begin_drain();

@@ -68,7 +68,7 @@ struct ParsedRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool ignore_eos = false;
-  bool jump_forward = true;  // shrike's own: false steps through forced constraint tokens
+  bool jump_forward = true;         // shrike's own: false steps through forced constraint tokens
   std::optional<double> timeout_s;  // extension: seconds until the request's deadline
   // What the output must match: OpenAI's response_format json_object / json_schema, or vLLM's
   // guided_choice / guided_regex / guided_json (at most one of them). Parsed, not compiled:

@@ -141,26 +141,38 @@ Exposition parse_exposition(const std::string& text) {
       throw std::runtime_error("sample before its HELP and TYPE: " + line);
     e.samples.push_back(std::move(s));
   }
+  // Each histogram series (its labels apart from le: one per model) is checked on its own.
+  const auto series_of = [](const Sample& s) {
+    std::map<std::string, std::string> l = s.labels;
+    l.erase("le");
+    return l;
+  };
   for (const auto& [name, type] : e.type) {
     if (type != "histogram") continue;
-    double last_le = -std::numeric_limits<double>::infinity(), last_count = 0;
-    bool saw_inf = false;
-    double count = -1;
-    for (const Sample& s : e.samples) {
-      if (s.name == name + "_bucket") {
-        if (!s.labels.count("le")) throw std::runtime_error(name + ": bucket without le");
-        const double le = parse_value(s.labels.at("le"));
-        if (!(le > last_le)) throw std::runtime_error(name + ": le not increasing");
-        if (s.value < last_count) throw std::runtime_error(name + ": buckets not cumulative");
-        last_le = le;
-        last_count = s.value;
-        saw_inf = std::isinf(le);
-      } else if (s.name == name + "_count") {
-        count = s.value;
+    std::set<std::map<std::string, std::string>> all_series;
+    for (const Sample& s : e.samples)
+      if (s.name == name + "_count") all_series.insert(series_of(s));
+    for (const auto& series : all_series) {
+      double last_le = -std::numeric_limits<double>::infinity(), last_count = 0;
+      bool saw_inf = false;
+      double count = -1;
+      for (const Sample& s : e.samples) {
+        if (series_of(s) != series) continue;
+        if (s.name == name + "_bucket") {
+          if (!s.labels.count("le")) throw std::runtime_error(name + ": bucket without le");
+          const double le = parse_value(s.labels.at("le"));
+          if (!(le > last_le)) throw std::runtime_error(name + ": le not increasing");
+          if (s.value < last_count) throw std::runtime_error(name + ": buckets not cumulative");
+          last_le = le;
+          last_count = s.value;
+          saw_inf = std::isinf(le);
+        } else if (s.name == name + "_count") {
+          count = s.value;
+        }
       }
+      if (!saw_inf) throw std::runtime_error(name + ": no +Inf bucket last");
+      if (count != last_count) throw std::runtime_error(name + ": +Inf bucket != _count");
     }
-    if (!saw_inf) throw std::runtime_error(name + ": no +Inf bucket last");
-    if (count != last_count) throw std::runtime_error(name + ": +Inf bucket != _count");
   }
   return e;
 }
@@ -353,9 +365,11 @@ TEST(Metrics, RenderedTextParsesAndHoldsEveryValue) {
       {"shrike_requests_running", "gauge"},
       {"shrike_requests_waiting", "gauge"},
       {"shrike_kv_blocks_used", "gauge"},
-      {"shrike_kv_blocks_total", "gauge"},
+      {"shrike_kv_blocks_capacity", "gauge"},
+      {"shrike_kv_blocks_usable", "gauge"},
+      {"shrike_kv_blocks_committed", "gauge"},
       {"shrike_kv_blocks_cached", "gauge"},
-      {"shrike_kv_cache_bytes_total", "gauge"},
+      {"shrike_kv_cache_capacity_bytes", "gauge"},
       {"shrike_kv_cache_bytes_used", "gauge"},
       {"shrike_kv_cache_f16_copy_bytes", "gauge"},
       {"shrike_kv_cache_tokens_used", "gauge"},
@@ -415,9 +429,9 @@ TEST(Metrics, RenderedTextParsesAndHoldsEveryValue) {
       {"shrike_requests_running", "5"},
       {"shrike_requests_waiting", "6"},
       {"shrike_kv_blocks_used", "70"},
-      {"shrike_kv_blocks_total", "1000"},
+      {"shrike_kv_blocks_capacity", "1000"},
       {"shrike_kv_blocks_cached", "12"},
-      {"shrike_kv_cache_bytes_total", "1099511627776"},
+      {"shrike_kv_cache_capacity_bytes", "1099511627776"},
       {"shrike_kv_cache_bytes_used", "123456789"},
       {"shrike_kv_cache_f16_copy_bytes", "4567"},
       {"shrike_kv_cache_tokens_used", "890"}};
@@ -440,6 +454,53 @@ TEST(Metrics, RenderedTextParsesAndHoldsEveryValue) {
   EXPECT_EQ(bad->raw_value, "1");
   ASSERT_NE(find(e, "shrike_http_requests_total", {{"route", "/metrics"}, {"code", "200"}}),
             nullptr);
+}
+
+// Several models: every family once, one series per model labelled model="NAME"; with the vLLM
+// names as well, the three gauges the Gateway API Inference Extension reads, per model_name.
+TEST(Metrics, ModelsAreLabelledAndTheVllmGaugesFollowTheirOwn) {
+  EngineMetrics ma, mb;
+  ma.e2e_latency.observe(0.002);
+  mb.e2e_latency.observe(0.2);
+  mb.e2e_latency.observe(0.3);
+  mb.generated_tokens = 17;
+  EngineGauges ga, gb;
+  ga.running = 3;
+  ga.waiting = 0;
+  ga.kv_blocks_used = 10;
+  ga.kv_blocks_usable = 40;
+  gb.running = 1;
+  gb.waiting = 7;
+  gb.kv_blocks_used = 0;
+  gb.kv_blocks_usable = 0;  // no usable block: usage 0, not NaN
+  PrometheusOptions opt;
+  opt.vllm_compat = true;
+  opt.shared_kv_budget_bytes = 1 << 20;
+  opt.shared_kv_claimed_bytes = 1 << 19;
+  const std::string text = render_prometheus({{"a", &ma, ga}, {"b\"x", &mb, gb}}, {}, opt);
+  Exposition e;
+  ASSERT_NO_THROW(e = parse_exposition(text)) << text;
+  EXPECT_EQ(find(e, "shrike_requests_running", {{"model", "a"}})->raw_value, "3");
+  EXPECT_EQ(find(e, "shrike_requests_running", {{"model", "b\"x"}})->raw_value, "1");
+  EXPECT_EQ(find(e, "shrike_generation_tokens_total", {{"model", "b\"x"}})->raw_value, "17");
+  EXPECT_EQ(find(e, "shrike_request_latency_seconds_count", {{"model", "a"}})->raw_value, "1");
+  EXPECT_EQ(find(e, "shrike_request_latency_seconds_count", {{"model", "b\"x"}})->raw_value, "2");
+  EXPECT_EQ(find(e, "shrike_request_latency_seconds_bucket", {{"le", "0.0025"}, {"model", "a"}})
+                ->raw_value,
+            "1");
+  EXPECT_EQ(
+      find(e, "shrike_requests_finished_total", {{"reason", "stop"}, {"model", "a"}})->raw_value,
+      "0");
+  EXPECT_EQ(find(e, "vllm:num_requests_waiting", {{"model_name", "a"}})->raw_value, "0");
+  EXPECT_EQ(find(e, "vllm:num_requests_waiting", {{"model_name", "b\"x"}})->raw_value, "7");
+  EXPECT_EQ(find(e, "vllm:num_requests_running", {{"model_name", "a"}})->raw_value, "3");
+  EXPECT_EQ(find(e, "vllm:kv_cache_usage_perc", {{"model_name", "a"}})->raw_value, "0.25");
+  EXPECT_EQ(find(e, "vllm:kv_cache_usage_perc", {{"model_name", "b\"x"}})->raw_value, "0");
+  EXPECT_EQ(e.type.at("vllm:kv_cache_usage_perc"), "gauge");
+  EXPECT_EQ(find(e, "shrike_kv_memory_budget_bytes")->raw_value, "1048576");
+  EXPECT_EQ(find(e, "shrike_kv_memory_claimed_bytes")->raw_value, "524288");
+  // Without the option, none of vLLM's names.
+  EXPECT_EQ(render_prometheus({{"a", &ma, ga}}, {}, {}).find("vllm:"), std::string::npos);
 }
 
 TEST(Metrics, RouteLabelsSurviveEscaping) {

@@ -1,0 +1,63 @@
+#include "server/model_registry.h"
+
+#include <stdexcept>
+
+namespace shrike::server {
+
+ServedModel::ServedModel(std::unique_ptr<ModelInstance> instance) : inst_(std::move(instance)) {
+  if (!inst_ || !inst_->engine || !inst_->tokenizer)
+    throw std::invalid_argument("ServedModel: an instance without engine or tokenizer");
+  if (inst_->task && inst_->schema_by_default) {
+    constrain::ConstraintSpec spec{constrain::ConstraintSpec::Kind::JsonSchema, {}, {}, {}};
+    spec.schema = data::task_schema(*inst_->task);
+    default_spec_ = spec;
+    compile(spec);
+  }
+}
+
+std::shared_ptr<const constrain::Constraint> ServedModel::compile(
+    const constrain::ConstraintSpec& spec) {
+  std::call_once(constraints_once_, [&] {
+    constraints_ = std::make_unique<constrain::ConstraintCache>(
+        constrain::TokenVocab::from_tokenizer(*inst_->tokenizer));
+  });
+  return constraints_->get(spec);
+}
+
+void ModelRegistry::add(std::shared_ptr<ServedModel> m) {
+  if (!m || m->name().empty()) throw std::invalid_argument("a served model needs a name");
+  std::unique_lock lock(mu_);
+  if (models_.count(m->name()))
+    throw std::invalid_argument("a model named '" + m->name() + "' is already served");
+  const std::string name = m->name();
+  models_.emplace(name, std::move(m));
+}
+
+std::shared_ptr<ServedModel> ModelRegistry::find(const std::string& name) const {
+  std::shared_lock lock(mu_);
+  const auto it = models_.find(name);
+  return it == models_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<ServedModel> ModelRegistry::remove(const std::string& name) {
+  std::unique_lock lock(mu_);
+  const auto it = models_.find(name);
+  if (it == models_.end()) return nullptr;
+  auto m = std::move(it->second);
+  models_.erase(it);
+  return m;
+}
+
+std::vector<std::shared_ptr<ServedModel>> ModelRegistry::all() const {
+  std::shared_lock lock(mu_);
+  std::vector<std::shared_ptr<ServedModel>> out;
+  for (const auto& [name, m] : models_) out.push_back(m);
+  return out;
+}
+
+size_t ModelRegistry::size() const {
+  std::shared_lock lock(mu_);
+  return models_.size();
+}
+
+}  // namespace shrike::server
