@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that building and testing shrike need. Idempotent, and quick when
+# Installs the Debian packages that building and testing shrike need (prometheus for promtool,
+# which tests/server's multi_model_test runs on /metrics). Idempotent, and quick when
 # everything is already there (no apt-get at all then).
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
           nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libcpp-httplib-dev curl
-          libopenblas-dev)
+          libopenblas-dev prometheus)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
