@@ -60,9 +60,8 @@ wait_ready() {  # url: until /health answers 200 (30 s)
 }
 
 declare -A replica_pid replica_port
-start_replica() {  # index
-  local port
-  port=$(free_port)
+start_replica() {  # index [port]
+  local port=${2:-$(free_port)}
   "$shrike" serve "$model" --model-name stories --host 127.0.0.1 --port "$port" --threads 1 \
     --metrics-compat vllm --drain-timeout 30 --max-seqs 16 >"$out/replica$1.log" 2>&1 &
   replica_pid[$1]=$!
@@ -163,7 +162,7 @@ kill -TERM "${replica_pid[2]}"
 wait "$load_pid"
 wait "${replica_pid[2]}" || true
 echo "scale_test: replica 2 restarted; replica 3 killed (SIGKILL) mid-run"
-start_replica 2
+start_replica 2 "${replica_port[2]}"  # the same port: Prometheus scrapes it again
 wait_ready "http://127.0.0.1:${replica_port[2]}"
 start_proxy 3
 load crash "$proxy_port" &
@@ -181,8 +180,8 @@ query() {
 }
 query 'vllm:num_requests_running' >"$out/q_running.json"
 query 'vllm:kv_cache_usage_perc' >"$out/q_usage.json"
-query 'max_over_time(vllm:num_requests_waiting[10m])' >"$out/q_waiting.json"
-query 'sum by (instance) (shrike_generation_tokens_total)' >"$out/q_tokens.json"
+query 'max by (instance) (max_over_time(vllm:num_requests_running[10m]))' >"$out/q_running_max.json"
+query 'max by (instance) (max_over_time(shrike_generation_tokens_total[10m]))' >"$out/q_tokens.json"
 
 python3 - "$out" "${replica_port[1]}" "${replica_port[2]}" "${replica_port[3]}" <<'PY'
 import json, os, sys
@@ -217,15 +216,17 @@ d = summary("drain")
 if d["failed"]:
     failures.append(f"drain: {d['failed']} requests lost")
 print(f"SIGTERM mid-run: {d['failed']} of {d['sent']} requests failed")
-# SIGKILL: only requests whose stream had started (accepted by the killed replica) may fail.
-crash = [r for r in records("crash") if r["outcome"] != "ok"]
-unaccepted = [r for r in crash if r.get("ttft_ms") is None]
-print(f"SIGKILL mid-run: {len(crash)} of {summary('crash')['sent']} requests failed, all of them "
-      f"mid-stream on the killed replica" if not unaccepted else
-      f"SIGKILL mid-run: {len(unaccepted)} requests failed before any token")
+# SIGKILL: only requests the killed replica had accepted (its 200 and stream had begun) may fail;
+# a refused connection is retried by HAProxy on another replica.
+crash = [r for r in records("crash") if r["outcome"] != "completed"]
+unaccepted = [r for r in crash if r.get("http_status") != 200]
+print(f"SIGKILL mid-run: {len(crash)} of {summary('crash')['sent']} requests failed, "
+      f"{len(crash) - len(unaccepted)} of them mid-stream (accepted by the killed replica: "
+      f"{', '.join(str(r['output_tokens']) for r in crash if r.get('http_status') == 200)} tokens "
+      f"received), {len(unaccepted)} before the replica accepted them")
 for r in unaccepted[:5]:
     failures.append(f"crash: request {r['id']} lost before it was accepted: {r.get('error')}")
-if crash and max(len(crash), 0) > 16:
+if len(crash) > 16:
     failures.append(f"crash: {len(crash)} failures, more than the killed replica's 16 running slots")
 # Prometheus: one series per replica for the protocol gauge, tokens from all three.
 def result(q):
@@ -236,13 +237,16 @@ def result(q):
     return j["data"]["result"]
 running = result("q_running.json")
 instances = sorted({r["metric"]["instance"] for r in result("q_tokens.json")})
-print(f"Prometheus: vllm:num_requests_running has {len(running)} series "
-      f"({', '.join(sorted(r['metric']['instance'] for r in running))}); "
-      f"shrike_generation_tokens_total from {len(instances)} instances; "
-      f"max vllm:num_requests_waiting over the run: "
-      f"{max([float(r['value'][1]) for r in result('q_waiting.json')] or [0]):.0f}")
+peaks = {r["metric"]["instance"]: float(r["value"][1]) for r in result("q_running_max.json")}
+tokens = {r["metric"]["instance"]: float(r["value"][1]) for r in result("q_tokens.json")}
+print(f"Prometheus (its HTTP API): vllm:num_requests_running now has {len(running)} series (the "
+      f"replicas alive); over the run, series from {len(instances)} replicas: " +
+      "; ".join(f"{i}: peak vllm:num_requests_running {peaks.get(i, 0):.0f}, "
+                f"shrike_generation_tokens_total {tokens[i]:.0f}" for i in instances))
 if len(instances) != 3:
     failures.append(f"prometheus saw {len(instances)} instances, not 3")
+if len(peaks) != 3 or min(peaks.values()) < 1:
+    failures.append(f"prometheus: not every replica was seen running requests: {peaks}")
 if not running or any(r["metric"].get("model_name") != "stories" for r in running):
     failures.append("prometheus: no vllm:num_requests_running{model_name=\"stories\"} series")
 if failures:
