@@ -332,8 +332,11 @@ int run_serve(ServeArgs a) {
   const std::vector<ModelSpec> specs = model_specs(a);
   a.server.max_body_bytes = size_t(a.max_body_mb * 1024 * 1024);
   a.server.vllm_metrics = a.metrics_compat == "vllm";
+  // Each model may hold max-seqs streams, each holding a worker: a burst on one model must not
+  // leave another model's requests queued for a worker.
   if (a.server.http_threads <= 0)
-    a.server.http_threads = int(std::max<int64_t>(64, a.engine.scheduler.max_seqs + 32));
+    a.server.http_threads =
+        int(std::max<int64_t>(64, int64_t(specs.size()) * (a.engine.scheduler.max_seqs + 32)));
   a.engine.scheduler.mode =
       a.batching == "static" ? engine::BatchingMode::Static : engine::BatchingMode::Continuous;
   a.engine.scheduler.prefix_caching = !a.no_prefix_cache;
@@ -511,8 +514,8 @@ Runner add_serve(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--http-threads", a->server.http_threads,
-                 "HTTP worker threads; each open connection holds one (default: max(64, "
-                 "max-seqs + 32))")
+                 "HTTP worker threads; each open connection holds one (default: max(64, models x "
+                 "(max-seqs + 32)))")
       ->check(CLI::NonNegativeNumber);
   return [a] { return run_serve(*a); };
 }
