@@ -3,7 +3,7 @@
 # acceptance 1). One server holds "probe" (stories260K) and "burst" (a random-weight model of
 # the same shape written here, `shrike synth`), sharing the compute threads ($THREADS, default 1)
 # and a 64 MiB KV budget.
-# The probe model gets a closed loop of 1 request at a time (48 requests, ~32-word prompts, 32
+# The probe model gets a closed loop of 1 request at a time (200 requests, ~32-word prompts, 64
 # output tokens), alone ("unloaded") and while 64 concurrent requests (~100-word prompts, 128
 # output tokens) stream from the burst model ("burst"), alternating three times in one run. Prints
 # the probe's e2e and TTFT P50/P99 per round, the medians per condition and their ratio.
@@ -41,8 +41,8 @@ done
 url="http://127.0.0.1:$port"
 
 probe() {  # round condition
-  "$shrike" loadtest --url "$url" --model probe --concurrency 1 --max-requests 48 \
-    --input-tokens 32 --output-tokens 32 --seed 1 --out-json "$out/probe_$1_$2.json" >/dev/null
+  "$shrike" loadtest --url "$url" --model probe --concurrency 1 --max-requests 200 \
+    --input-tokens 32 --output-tokens 64 --seed 1 --out-json "$out/probe_$1_$2.json" >/dev/null
 }
 
 burst_tokens() {  # the burst model's generated tokens so far

@@ -8,6 +8,10 @@
 namespace shrike::engine {
 namespace {
 
+// At most this many sequences (running and waiting) and an engine computes alone on its own
+// thread when the shared pool is busy (EngineCore::run).
+constexpr int64_t kSoloSeqs = 4;
+
 double seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -52,7 +56,20 @@ void EngineCore::run() {
       continue;
     }
     // The compute threads are this engine's for one step (shared with other models' engines).
-    std::optional<SharedCompute::Turn> turn(std::in_place, *compute_);
+    // When another engine's step holds them and this one has little to do (a few sequences, no
+    // drafting on the shared pool), it computes on its own thread now rather than wait a whole
+    // step of the busy model per token: a light model keeps its latency during another's burst.
+    std::optional<SharedCompute::Turn> turn;
+    bool taken = false;
+    turn.emplace(*compute_, taken);
+    step_pool_ = &threads_;
+    if (!taken) {
+      turn.reset();
+      if (!config_.spec.enabled() && scheduler_.n_running() + scheduler_.n_waiting() <= kSoloSeqs)
+        step_pool_ = &solo_;
+      else
+        turn.emplace(*compute_);
+    }
     const StepPlan plan = schedule(now);
     if (plan.empty()) {
       turn.reset();
@@ -157,8 +174,8 @@ bool EngineCore::execute(const StepPlan& plan, Clock::time_point now) {
   logits_.resize(size_t(std::max<int64_t>(1, n_logits) * model_.config().vocab_size));
   try {
     const auto t0 = Clock::now();
-    model_.forward_batch(batch_.data(), int64_t(batch_.size()), logits_.data(), threads_, scratch_,
-                         forward_options_);
+    model_.forward_batch(batch_.data(), int64_t(batch_.size()), logits_.data(), *step_pool_,
+                         scratch_, forward_options_);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
     metrics_.forward_ns.fetch_add(ns.count());
     spec_.observe_step(plan.total_tokens(), double(ns.count()) * 1e-9);

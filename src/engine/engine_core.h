@@ -146,6 +146,10 @@ class EngineCore {
   Scheduler scheduler_;
   std::shared_ptr<SharedCompute> compute_;  // EngineConfig::compute, or the engine's own
   ThreadPool& threads_;
+  // A lightly loaded engine whose shared pool is busy with another model's step computes on its
+  // own thread alone instead of waiting for the turn (run()); forward passes use step_pool_.
+  ThreadPool solo_{1};
+  ThreadPool* step_pool_ = &threads_;
   Speculation spec_;
   Inbox inbox_;
   EngineStatus status_;

@@ -13,7 +13,14 @@ SharedCompute::Turn::Turn(SharedCompute& c) : c_(c) {
   }
 }
 
+SharedCompute::Turn::Turn(SharedCompute& c, bool& taken) : c_(c) {
+  std::lock_guard lock(c_.mu_);
+  taken = held_ = c_.next_ticket_ == c_.serving_;
+  if (held_) ++c_.next_ticket_;
+}
+
 SharedCompute::Turn::~Turn() {
+  if (!held_) return;
   {
     std::lock_guard lock(c_.mu_);
     ++c_.serving_;

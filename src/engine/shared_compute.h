@@ -26,12 +26,15 @@ class SharedCompute {
   class Turn {
    public:
     explicit Turn(SharedCompute& c);
+    // Only when nobody holds or waits for the pool: `taken` says whether it was.
+    Turn(SharedCompute& c, bool& taken);
     ~Turn();
     Turn(const Turn&) = delete;
     Turn& operator=(const Turn&) = delete;
 
    private:
     SharedCompute& c_;
+    bool held_ = true;
   };
 
   // Turns taken by a step that had to wait for another engine's step (contention, for tests
