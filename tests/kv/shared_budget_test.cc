@@ -118,11 +118,15 @@ TEST(BlockPoolBudget, ConcurrentPoolsNeverPassTheBudget) {
   constexpr size_t kBlock = 1024, kBudget = 200 * kBlock;
   auto ledger = std::make_shared<KvMemoryLedger>(kBudget);
   std::atomic<int> below_minimum{0};
+  // Every member joins first: a minimum is promised only out of what nobody has claimed yet.
+  std::vector<std::shared_ptr<KvBudgetAccount>> accounts;
+  for (int t = 0; t < 4; ++t)
+    accounts.push_back(
+        std::make_shared<KvBudgetAccount>(ledger, "p" + std::to_string(t), 20 * kBlock, kBlock));
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
-      auto account =
-          std::make_shared<KvBudgetAccount>(ledger, "p" + std::to_string(t), 20 * kBlock, kBlock);
+      std::shared_ptr<KvBudgetAccount> account = std::move(accounts[size_t(t)]);
       BlockPool pool(400, 16);
       pool.set_budget(account);
       std::mt19937 rng{unsigned(t)};
