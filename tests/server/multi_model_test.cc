@@ -46,8 +46,10 @@ Reply request(int port, const std::string& method, const std::string& path,
   return r ? Reply{r->status, r->body} : Reply{};
 }
 
-Reply complete(int port, const std::string& model, const std::string& prompt, int max_tokens) {
+Reply complete(int port, const std::string& model, const std::string& prompt, int max_tokens,
+               bool ignore_eos = false) {
   json body = {{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}};
+  if (ignore_eos) body["ignore_eos"] = true;  // every request its full length
   if (!model.empty()) body["model"] = model;
   return request(port, "POST", "/v1/completions", body.dump());
 }
@@ -172,15 +174,17 @@ TEST_F(MultiModelTest, HealthIsReadinessAndLiveIsLiveness) {
 // beta's minimum, and the protocol's gauges, read while requests run, equal shrike's own.
 TEST_F(MultiModelTest, ABurstStaysWithinTheSharedBudgetAndTheGaugesFollowIt) {
   const double budget = kBudgetMiB * (1 << 20), min = kMinMiB * (1 << 20);
+  // Four waves of 32 (--max-seqs): long enough for the scrapes below to catch a queue.
+  constexpr int kBurst = 128;
   std::atomic<int> ok{0}, failed{0};
   std::vector<std::thread> burst;
-  // 64 requests of about 220 positions, 32 at a time: 32 x 14 blocks of 8 KiB = 3.5 MiB, more
+  // Requests of about 220 positions, 32 at a time: 32 x 14 blocks of 8 KiB = 3.5 MiB, more
   // than the 3 MiB alpha may take (4 MiB less beta's 1 MiB minimum).
-  for (int i = 0; i < 64; ++i)
+  for (int i = 0; i < kBurst; ++i)
     burst.emplace_back([&, i] {
       std::string prompt;
       for (int w = 0; w < 25; ++w) prompt += "w" + std::to_string((i * 7 + w) % 97) + " ";
-      const Reply r = complete(port(), "alpha", prompt, 120);
+      const Reply r = complete(port(), "alpha", prompt, 120, true);
       (r.status == 200 ? ok : failed).fetch_add(1);
     });
   std::atomic<bool> done{false};
@@ -192,7 +196,7 @@ TEST_F(MultiModelTest, ABurstStaysWithinTheSharedBudgetAndTheGaugesFollowIt) {
   int scrapes = 0, saw_running = 0, saw_waiting = 0;
   double peak_claimed = 0, peak_alpha_bytes = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (ok.load() + failed.load() < 64 && std::chrono::steady_clock::now() < deadline) {
+  while (ok.load() + failed.load() < kBurst && std::chrono::steady_clock::now() < deadline) {
     const auto m = scrape();
     ++scrapes;
     const double claimed = at(m, "shrike_kv_memory_claimed_bytes");
@@ -225,10 +229,10 @@ TEST_F(MultiModelTest, ABurstStaysWithinTheSharedBudgetAndTheGaugesFollowIt) {
   for (auto& t : burst) t.join();
   done.store(true);
   beta.join();
-  EXPECT_EQ(ok.load(), 64) << failed.load() << " failed";
+  EXPECT_EQ(ok.load(), kBurst) << failed.load() << " failed";
   EXPECT_GT(beta_ok.load(), 0) << "beta answered nothing during alpha's burst";
   EXPECT_GT(saw_running, 0) << "no scrape saw alpha's requests running (" << scrapes << ")";
-  // --max-seqs 32 with 64 requests: some must have been seen waiting.
+  // --max-seqs 32 with 128 requests: some must have been seen waiting.
   EXPECT_GT(saw_waiting, 0) << "no scrape saw alpha's queue (" << scrapes << " scrapes)";
   // The burst did use the shared part beyond alpha's own minimum.
   EXPECT_GT(peak_alpha_bytes, min) << "the burst never needed more than alpha's minimum";
