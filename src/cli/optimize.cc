@@ -35,6 +35,9 @@ int run_optimize_cli(optimize::OptimizeOptions o) {
   const std::string md = optimize::render_markdown(report);
   const size_t table = md.find("| stage |"), end = md.find("\n\n", table);
   std::printf("%s\n", md.substr(table, end - table).c_str());
+  // And the targets (stage 0 against the last stage), with why any is not met.
+  if (const size_t t = md.find("## Targets"); t != std::string::npos)
+    std::printf("\n%s", md.substr(t, md.find("\n## ", t + 1) - t).c_str());
   std::fprintf(stderr, "shrike optimize: wrote %s/report.md, report.json and plots (%.0f s)\n",
                o.out_dir.c_str(), report.wall_s);
   return 0;
@@ -47,9 +50,9 @@ Runner add_optimize(CLI::App& app, int argc, char** argv) {
   for (int i = 0; i < argc; ++i) o->command += (i ? " " : "") + std::string(argv[i]);
   app.footer(
       "Stages: 0 naive service (f32 teacher, f32 KV, static batches); 1 + INT8 weights (q8_0 "
-      "GPTQ, noisy calibration) and int8-mixed KV; 2 + pruning and distillation; 3 speculative "
-      "decoding (not available yet); 4 + continuous batching, paged KV, prefix cache; 5 "
-      "vocabulary trimming and output schema (not available yet). Models are cached in OUT.");
+      "GPTQ, noisy calibration) and int8-mixed KV; 2 + pruning and distillation; 3 + speculative "
+      "decoding (prompt lookup); 4 + continuous batching, paged KV, prefix cache; 5 + the task's "
+      "output schema with jump-forward. Models are cached in OUT.");
   app.add_option("--data", o->data_dir, "task data: train, dev, test, test_noisy .jsonl")
       ->required();
   app.add_option("--teacher", o->teacher, "teacher GGUF (default: trained here from --data)");
@@ -88,8 +91,12 @@ Runner add_optimize(CLI::App& app, int argc, char** argv) {
   app.add_option("--burstiness", o->burstiness, "gamma shape of arrival gaps")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--probes", o->max_probes, "rate-search probes per stage")
+  app.add_option("--probes", o->max_probes, "rates probed per stage by the rate search")
       ->check(CLI::Range(1, 20))
+      ->capture_default_str();
+  app.add_option("--probe-repeats", o->probe_repeats,
+                 "runs per probed rate at most (it passes when a majority of them do)")
+      ->check(CLI::Range(1, 9))
       ->capture_default_str();
   app.add_option("--probe-requests", o->probe_requests, "most requests per probe")
       ->check(CLI::Range(1, 100000))

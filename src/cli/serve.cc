@@ -226,7 +226,12 @@ std::map<std::string, std::string> serving_options(const ServeArgs& a, const std
       {"max_seqs", std::to_string(c.scheduler.max_seqs)},
       {"prefix_cache", c.scheduler.prefix_caching ? "on" : "off"},
       {"context_length", std::to_string(e.context_length())}};
-  if (is_static) o["batch_size"] = std::to_string(c.scheduler.batch_size);
+  if (is_static) {
+    o["batch_size"] = std::to_string(c.scheduler.batch_size);
+    char wait[32];
+    std::snprintf(wait, sizeof wait, "%g", c.scheduler.batch_wait_ms);
+    o["batch_wait_ms"] = wait;
+  }
   // Constrained decoding: the model's own task schema (on by default for task models) and
   // jump-forward over forced tokens.
   o["task_schema"] = has_task && !a.no_task_schema ? "on" : "off";

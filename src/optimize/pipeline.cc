@@ -201,6 +201,7 @@ Report run_optimize(const OptimizeOptions& o) {
   report.target = o.target;
   report.burstiness = o.burstiness;
   report.max_tokens = o.max_tokens;
+  report.probe_repeats = o.probe_repeats;
 
   // The held-out requests: the test utterances as the task prompt, in order.
   const auto test = data::read_examples(d + "/test.jsonl");
@@ -362,15 +363,17 @@ Report run_optimize(const OptimizeOptions& o) {
     s.e2e_ms = one.e2e_ms;
     s.c1_failed = int64_t(jnum(one.summary, "failed") + jnum(one.summary, "timed_out"));
 
-    auto open_loop = [&](double rate, const std::string& name) {
+    // Every stage sees the same arrival patterns: run k of any probe uses seed k.
+    auto open_loop = [&](double rate, const std::string& name, int seed) {
       const int64_t n =
           std::clamp<int64_t>(int64_t(std::ceil(rate * o.probe_seconds)), 20, o.probe_requests);
       const double seconds = std::min(2 * o.probe_seconds, double(n) / rate + 1);
       char r[32];
       std::snprintf(r, sizeof r, "%.4g", rate);
       return loadtest(run, url, prompts,
-                      {"--rate", r, "--burstiness", std::to_string(o.burstiness), "--seed", "1",
-                       "--max-requests", std::to_string(n), "--duration", std::to_string(seconds)},
+                      {"--rate", r, "--burstiness", std::to_string(o.burstiness), "--seed",
+                       std::to_string(seed), "--max-requests", std::to_string(n), "--duration",
+                       std::to_string(seconds)},
                       name, seconds);
     };
     RateSearchOptions ro;
@@ -378,12 +381,16 @@ Report run_optimize(const OptimizeOptions& o) {
     ro.start_rate = std::isfinite(s.p50_ms) && s.p50_ms > 0 ? 500 / s.p50_ms : 1;
     ro.target = o.target;
     ro.max_probes = o.max_probes;
+    ro.repeats = o.probe_repeats;
     int probe_no = 0;
-    s.rate = search_rate(ro, [&](double rate) {
-      const LoadRun p = open_loop(rate, id + ".probe" + std::to_string(++probe_no));
+    s.rate = search_rate(ro, [&](double rate, int repeat) {
+      if (repeat == 0) ++probe_no;
+      const LoadRun p = open_loop(
+          rate, id + ".probe" + std::to_string(probe_no) + ".run" + std::to_string(repeat + 1),
+          repeat + 1);
       char buf[160];
-      std::snprintf(buf, sizeof buf, "%s: probe %.2f req/s: %.1f%% within %g ms", tag.c_str(), rate,
-                    100 * p.within_budget, o.budget_ms);
+      std::snprintf(buf, sizeof buf, "%s: probe %.2f req/s, run %d: %.1f%% within %g ms",
+                    tag.c_str(), rate, repeat + 1, 100 * p.within_budget, o.budget_ms);
       run.say(buf);
       return p.within_budget;
     });
@@ -401,7 +408,7 @@ Report run_optimize(const OptimizeOptions& o) {
     std::snprintf(buf, sizeof buf, "%s: common rate %.2f req/s", tag.c_str(), report.common_rate);
     run.say(buf);
     const std::string before = server.metrics();
-    const LoadRun common = open_loop(report.common_rate, id + ".common");
+    const LoadRun common = open_loop(report.common_rate, id + ".common", 1);
     const std::string after = server.metrics();
     s.queue_wait_p99_ms =
         1000 * histogram_quantile(before, after, "shrike_queue_wait_seconds", 0.99);

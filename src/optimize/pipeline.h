@@ -29,6 +29,7 @@ struct OptimizeOptions {
   int c1_requests = 100;  // 0: every test utterance
   double budget_ms = 100, target = 0.99, burstiness = 0.3;
   int max_probes = 4, probe_requests = 200;
+  int probe_repeats = 3;  // runs per probed rate at most; it passes when a majority pass
   double probe_seconds = 6;
   double common_rate = 0;  // 0: twice stage 0's highest rate within the budget (or its lowest
                            // probed rate when none passed)

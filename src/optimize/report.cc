@@ -1,7 +1,9 @@
 #include "optimize/report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 namespace shrike::optimize {
 namespace {
@@ -38,7 +40,160 @@ std::string label(const StageResult& s) {
   return "stage " + std::to_string(s.stage.id);
 }
 
+const StageResult* last_measured(const Report& r) {
+  const StageResult* last = nullptr;
+  for (const auto& s : r.stages)
+    if (s.stage.available) last = &s;
+  return last;
+}
+
+std::vector<const StageResult*> measured(const Report& r) {
+  std::vector<const StageResult*> v;
+  for (const auto& s : r.stages)
+    if (s.stage.available) v.push_back(&s);
+  return v;
+}
+
+// The highest rate within the budget as shown: "none" when no probed rate passed, ">= R" when the
+// search stopped at its upper bound (the capacity may be higher).
+std::string rate_text(const RateSearchResult& r) {
+  if (r.best_rate <= 0) return "none";
+  return (r.at_max_rate ? ">= " : "") + fmt(r.best_rate, "%.2f");
+}
+
+std::string option_or(const StageResult& s, const std::string& key, const std::string& dflt) {
+  const auto it = s.options.find(key);
+  return it == s.options.end() ? dflt : it->second;
+}
+
+std::string what_changed(const StageResult& s) {
+  std::string c;
+  for (const auto& ch : s.changes) c += (c.empty() ? "" : "; ") + ch;
+  return label(s) + " (" + s.stage.name + (c.empty() ? "" : ": " + c) + ")";
+}
+
+// The step between consecutive measured stages that moved `value` most in the bad direction
+// (down when higher is better), as "stage k (its changes) took it from a to b".
+std::string worst_step(const Report& r, const std::function<double(const StageResult&)>& value,
+                       bool higher_is_better, const char* f) {
+  const auto m = measured(r);
+  const StageResult* worst = nullptr;
+  double worst_loss = 0, from = NAN, to = NAN;
+  for (size_t i = 1; i < m.size(); ++i) {
+    const double a = value(*m[i - 1]), b = value(*m[i]);
+    const double loss = higher_is_better ? a - b : b - a;
+    if (std::isfinite(loss) && loss > worst_loss) worst = m[i], worst_loss = loss, from = a, to = b;
+  }
+  if (!worst) return "no single stage made it worse than its predecessor";
+  return what_changed(*worst) + " took it from " + fmt(from, f) + " to " + fmt(to, f);
+}
+
+TargetCheck latency_target(const Report& r, const StageResult& b, const StageResult& l) {
+  TargetCheck t{"P50 at concurrency 1 at least 5x lower than stage 0's", fmt(b.p50_ms) + " ms",
+                fmt(l.p50_ms) + " ms", "", ""};
+  if (!std::isfinite(b.p50_ms) || !std::isfinite(l.p50_ms) || l.p50_ms <= 0) {
+    t.verdict = "not measured";
+    return t;
+  }
+  const double x = b.p50_ms / l.p50_ms;
+  t.verdict = x >= 5 ? "met" : "missed";
+  t.last += " (" + fmt(x, "%.1f") + "x lower)";
+  if (x < 5)
+    t.why = label(l) + " is only " + fmt(x, "%.2f") + "x faster; the worst step: " +
+            worst_step(
+                r, [](const StageResult& s) { return s.p50_ms; }, false, "%.1f ms");
+  return t;
+}
+
+TargetCheck rate_target(const Report& r, const StageResult& b, const StageResult& l) {
+  TargetCheck t{"highest rate with " + pct(r.target) + " within " + fmt(r.budget_ms, "%g") +
+                    " ms at least 15x stage 0's",
+                rate_text(b.rate) + " req/s", rate_text(l.rate) + " req/s", "", ""};
+  // Stages that met the budget at no probed rate, with their batching mode (the usual reason).
+  std::string none;
+  for (const StageResult* s : measured(r))
+    if (s != &b && s->rate.best_rate <= 0)
+      none += (none.empty() ? "" : ", ") + std::to_string(s->stage.id) + " (batching " +
+              option_or(*s, "batching", "?") + ")";
+  if (b.rate.best_rate <= 0) {
+    t.verdict = "not defined";
+    double lo = INFINITY, hi = 0, best = 0;
+    for (const auto& p : b.rate.probes) {
+      lo = std::min(lo, p.rate), hi = std::max(hi, p.rate), best = std::max(best, p.within_budget);
+    }
+    t.why = "stage 0 met the budget at no probed rate (" + std::to_string(b.rate.probes.size()) +
+            " rates from " + fmt(lo, "%.2f") + " to " + fmt(hi, "%.2f") + " req/s, " +
+            std::to_string(b.rate.runs()) + " runs; at best a median of " + pct(best) +
+            " of requests within " + fmt(r.budget_ms, "%g") + " ms";
+    if (option_or(b, "batching", "") == "static")
+      t.why += "; its static batches hold a request up to " + option_or(b, "batch_wait_ms", "?") +
+               " ms for the batch to fill, and its P50 at concurrency 1 is already " +
+               fmt(b.p50_ms) + " ms of the " + fmt(r.budget_ms, "%g") + " ms";
+    t.why += "), so there is no rate to multiply: the ratio is not defined";
+    if (l.rate.best_rate > 0)
+      t.why += "; " + label(l) + " sustains " + rate_text(l.rate) + " req/s";
+    else
+      t.why += "; " + label(l) + " met it at no probed rate either";
+    if (!none.empty()) t.why += "; stages that met it at no probed rate either: " + none;
+    return t;
+  }
+  if (l.rate.best_rate <= 0) {
+    t.verdict = "missed";
+    t.why = label(l) + " met the budget at no probed rate; stages that fell short: " + none;
+    return t;
+  }
+  const double x = l.rate.best_rate / b.rate.best_rate;
+  t.last += " (" + std::string(l.rate.at_max_rate ? ">= " : "") + fmt(x, "%.1f") + "x)";
+  if (x >= 15) {
+    t.verdict = "met";
+  } else if (l.rate.at_max_rate) {
+    t.verdict = "not measured";
+    t.why = "the rate search stopped at its upper bound (" + fmt(l.rate.best_rate, "%.2f") +
+            " req/s) before the ratio reached 15";
+  } else {
+    t.verdict = "missed";
+    t.why = label(l) + " sustains only " + fmt(x, "%.2f") + "x; the worst step: " +
+            worst_step(
+                r, [](const StageResult& s) { return s.rate.best_rate; }, true, "%.2f");
+  }
+  return t;
+}
+
+TargetCheck score_target(const Report& r, const StageResult& b, const StageResult& l,
+                         const std::string& what, double points, double TaskScores::*field,
+                         bool noisy) {
+  auto v = [&](const StageResult& s) { return (noisy ? s.noisy : s.clean).*field; };
+  TargetCheck t{what + (noisy ? " (noisy test)" : " (clean test)") + " within " +
+                    fmt(points, "%g") + " point" + (points == 1 ? "" : "s") + " of stage 0's",
+                pct(v(b)), pct(v(l)), "", ""};
+  const double delta = 100 * (v(l) - v(b));
+  if (!std::isfinite(delta)) {
+    t.verdict = "not measured";
+    return t;
+  }
+  t.last += " (" + fmt(delta, "%+.1f") + " points)";
+  // Within: no worse by more than the tolerance (a gain is within).
+  t.verdict = delta >= -points - 1e-9 ? "met" : "missed";
+  if (t.verdict == "missed")
+    t.why = "the worst step: " +
+            worst_step(
+                r, [&](const StageResult& s) { return 100 * v(s); }, true, "%.1f%%");
+  return t;
+}
+
 }  // namespace
+
+std::vector<TargetCheck> check_targets(const Report& r) {
+  const StageResult* b = baseline(r);
+  const StageResult* l = last_measured(r);
+  if (!b || !l || b == l) return {};
+  std::vector<TargetCheck> t = {latency_target(r, *b, *l), rate_target(r, *b, *l)};
+  for (bool noisy : {false, true}) {
+    t.push_back(score_target(r, *b, *l, "intent accuracy", 0.5, &TaskScores::intent, noisy));
+    t.push_back(score_target(r, *b, *l, "slot F1", 1, &TaskScores::slot_f1, noisy));
+  }
+  return t;
+}
 
 std::string render_markdown(const Report& r) {
   std::string o = "# shrike optimize: the staged report\n\n";
@@ -65,11 +220,10 @@ std::string render_markdown(const Report& r) {
       continue;
     }
     o += std::string(stage_model_name(s.stage.model)) + " | " + fmt(s.p50_ms) + " | " +
-         fmt(s.p99_ms) + " | " + fmt(s.rate.best_rate, "%.2f") + " | " +
-         fmt(s.queue_wait_p99_ms, "%.0f") + " | " + pct(s.timeout_rate) + " | " +
-         mb(s.weight_bytes) + " | " + mb(s.kv_bytes) + " | " + mb(s.peak_rss_bytes) + " | " +
-         pct(s.clean.intent) + " / " + pct(s.noisy.intent) + " | " + pct(s.clean.slot_f1) + " / " +
-         pct(s.noisy.slot_f1) + " |\n";
+         fmt(s.p99_ms) + " | " + rate_text(s.rate) + " | " + fmt(s.queue_wait_p99_ms, "%.0f") +
+         " | " + pct(s.timeout_rate) + " | " + mb(s.weight_bytes) + " | " + mb(s.kv_bytes) + " | " +
+         mb(s.peak_rss_bytes) + " | " + pct(s.clean.intent) + " / " + pct(s.noisy.intent) + " | " +
+         pct(s.clean.slot_f1) + " / " + pct(s.noisy.slot_f1) + " |\n";
   }
 
   if (const StageResult* b = baseline(r)) {
@@ -82,12 +236,28 @@ std::string render_markdown(const Report& r) {
         continue;
       }
       o += "| " + std::to_string(s.stage.id) + " | " + ratio(s.p50_ms, b->p50_ms) + " | " +
-           ratio(s.p99_ms, b->p99_ms) + " | " + ratio(s.rate.best_rate, b->rate.best_rate) + " | " +
-           ratio(double(s.weight_bytes), double(b->weight_bytes)) + " | " +
+           ratio(s.p99_ms, b->p99_ms) + " | " +
+           (b->rate.best_rate > 0 ? ratio(s.rate.best_rate, b->rate.best_rate)
+                                  : std::string("not defined")) +
+           " | " + ratio(double(s.weight_bytes), double(b->weight_bytes)) + " | " +
            ratio(double(s.kv_bytes), double(b->kv_bytes)) + " | " +
            ratio(double(s.peak_rss_bytes), double(b->peak_rss_bytes)) + " | " +
            ratio(s.noisy.intent, b->noisy.intent) + " |\n";
     }
+    if (b->rate.best_rate <= 0)
+      o += "\nmax req/s: not defined, stage 0 met the budget at no probed rate (see Targets).\n";
+  }
+
+  if (const auto targets = check_targets(r); !targets.empty()) {
+    const StageResult* l = last_measured(r);
+    o += "\n## Targets\n\nThe last measured stage (" + label(*l) + ") against stage 0.\n\n";
+    o += "| target | stage 0 | " + label(*l) + " | verdict |\n|---|---:|---:|---|\n";
+    for (const auto& t : targets)
+      o += "| " + t.target + " | " + t.stage0 + " | " + t.last + " | " + t.verdict + " |\n";
+    std::string whys;
+    for (const auto& t : targets)
+      if (!t.why.empty()) whys += "- " + t.target + ": **" + t.verdict + "**: " + t.why + ".\n";
+    if (!whys.empty()) o += "\nWhere a target is not met:\n\n" + whys;
   }
 
   o += "\n## What each stage changes\n\nRead from each server's own `/v1/models` (the `shrike` "
@@ -109,14 +279,20 @@ std::string render_markdown(const Report& r) {
 
   o += "\n## Rate search\n\nEach probe replays the test prompts in order with gamma arrivals; it "
        "passes when " +
-       pct(r.target) + " of its requests finish within " + fmt(r.budget_ms, "%g") + " ms.\n\n";
+       pct(r.target) + " of its requests finish within " + fmt(r.budget_ms, "%g") +
+       " ms. Each rate is run up to " + std::to_string(r.probe_repeats) +
+       " times (run k with seed k: the same arrival patterns for every stage) and passes when a "
+       "majority of its runs do; shown: each run's fraction within the budget, then the "
+       "verdict.\n\n";
   for (const auto& s : r.stages) {
     if (!s.stage.available) continue;
     o += "- stage " + std::to_string(s.stage.id) + ":";
-    for (const auto& p : s.rate.probes)
-      o +=
-          " " + fmt(p.rate, "%.2f") + " req/s " + pct(p.within_budget) + (p.pass ? " ok;" : " no;");
-    o += "\n";
+    for (const auto& p : s.rate.probes) {
+      o += " " + fmt(p.rate, "%.2f") + " req/s";
+      for (size_t i = 0; i < p.runs.size(); ++i) o += (i ? " / " : " ") + pct(p.runs[i]);
+      o += p.pass ? " ok;" : " no;";
+    }
+    o += " highest passing: " + rate_text(s.rate) + "\n";
   }
 
   o += "\n## Plots\n\n![latency CDF](latency_cdf.svg)\n\n![latency](latency.svg)\n\n"
@@ -144,10 +320,18 @@ nlohmann::json render_json(const Report& r) {
                       {"burstiness", r.burstiness},
                       {"common_rate", num(r.common_rate)},
                       {"test_requests", r.test_requests},
+                      {"probe_repeats", r.probe_repeats},
                       {"max_tokens", r.max_tokens},
                       {"wall_s", r.wall_s},
                       {"notes", r.notes},
+                      {"targets", nlohmann::json::array()},
                       {"sample", {{"prompt", r.sample_prompt}, {"answer", r.sample_answer}}}};
+  for (const auto& t : check_targets(r))
+    j["targets"].push_back({{"target", t.target},
+                            {"stage0", t.stage0},
+                            {"last_stage", t.last},
+                            {"verdict", t.verdict},
+                            {"why", t.why}});
   const StageResult* b = baseline(r);
   auto& stages = j["stages"] = nlohmann::json::array();
   for (const auto& s : r.stages) {
@@ -160,7 +344,10 @@ nlohmann::json render_json(const Report& r) {
     }
     nlohmann::json probes = nlohmann::json::array();
     for (const auto& p : s.rate.probes)
-      probes.push_back({{"rate", p.rate}, {"within_budget", p.within_budget}, {"pass", p.pass}});
+      probes.push_back({{"rate", p.rate},
+                        {"runs", p.runs},
+                        {"within_budget_median", p.within_budget},
+                        {"pass", p.pass}});
     st.update({{"model", s.model_path},
                {"serving_options", s.options},
                {"serve_argv", s.serve_argv},
@@ -169,6 +356,8 @@ nlohmann::json render_json(const Report& r) {
                {"p99_ms", num(s.p99_ms)},
                {"c1_failed", s.c1_failed},
                {"max_rate_within_budget", s.rate.best_rate},
+               {"max_rate_at_search_bound", s.rate.at_max_rate},
+               {"rate_search_runs", s.rate.runs()},
                {"probes", probes},
                {"queue_wait_p99_ms", num(s.queue_wait_p99_ms)},
                {"timeout_rate", num(s.timeout_rate)},

@@ -41,11 +41,23 @@ struct Report {
   std::string command, machine, data_dir, teacher_origin;
   double budget_ms = 100, burstiness = 0.3, target = 0.99, common_rate = 0;
   int test_requests = 0, max_tokens = 0;
+  int probe_repeats = 3;  // rate-search runs per probed rate at most
   double wall_s = 0;
   std::vector<StageResult> stages;
   std::vector<std::string> notes;
   std::string sample_prompt, sample_answer;  // one request to the last measured stage
 };
+
+// The targets for the service as a whole, read from the report: the last measured stage
+// against stage 0 (P50 at concurrency 1 at least 5x lower, the highest rate within the budget at
+// least 15x, intent accuracy within 0.5 points and slot F1 within 1 point, clean and noisy).
+struct TargetCheck {
+  std::string target;
+  std::string stage0, last;  // the values compared, as shown
+  std::string verdict;       // "met", "missed", "not defined" or "not measured"
+  std::string why;           // unless met: which stage fell short and why, from the measured values
+};
+std::vector<TargetCheck> check_targets(const Report& r);
 
 std::string render_markdown(const Report& r);
 nlohmann::json render_json(const Report& r);

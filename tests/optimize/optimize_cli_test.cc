@@ -69,8 +69,18 @@ TEST_F(OptimizeCli, MeasuresEveryAvailableStageAndCachesModels) {
   for (int i : {0, 1, 2, 4}) {
     EXPECT_GT(st[i]["p50_ms"].get<double>(), 0) << i;
     EXPECT_GT(st[i]["peak_rss_bytes"].get<int64_t>(), 0) << i;
-    EXPECT_EQ(st[i]["probes"].size(), 1u) << i;
+    ASSERT_EQ(st[i]["probes"].size(), 1u) << i;
+    // One rate, decided by a majority of up to 3 runs: 2 when they agree, 3 when they split.
+    const auto& runs = st[i]["probes"][0]["runs"];
+    EXPECT_GE(runs.size(), 2u) << i;
+    EXPECT_LE(runs.size(), 3u) << i;
+    EXPECT_EQ(st[i]["rate_search_runs"].get<int>(), int(runs.size())) << i;
   }
+  // The targets, stage 0 against stage 5, each with a verdict (and on stdout).
+  ASSERT_EQ(j.at("targets").size(), 6u);
+  for (const auto& t : j["targets"]) EXPECT_FALSE(t["verdict"].get<std::string>().empty()) << t;
+  EXPECT_NE(r.out.find("## Targets"), std::string::npos) << r.out;
+  EXPECT_EQ(st[0]["serving_options"]["batch_wait_ms"], "50");
   // INT8 weights: under a third of f32's bytes; the pruned student smaller still.
   EXPECT_LT(st[1]["weight_bytes"].get<double>(), st[0]["weight_bytes"].get<double>() / 3);
   EXPECT_LT(st[2]["weight_bytes"].get<double>(), st[1]["weight_bytes"].get<double>());

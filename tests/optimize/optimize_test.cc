@@ -122,7 +122,7 @@ TEST(ArtefactCache, FreshOnlyForTheSameRecipeInputsAndAnExistingFile) {
 TEST(RateSearch, BracketsAndBisectsTowardsTheCapacity) {
   // A fake server: everything within budget up to 7.3 req/s, then quickly worse.
   int calls = 0;
-  auto measure = [&](double rate) {
+  auto measure = [&](double rate, int) {
     ++calls;
     return rate <= 7.3 ? 1.0 : 0.9;
   };
@@ -130,18 +130,59 @@ TEST(RateSearch, BracketsAndBisectsTowardsTheCapacity) {
   o.start_rate = 2;
   o.max_probes = 8;
   const auto r = search_rate(o, measure);
-  EXPECT_EQ(calls, int(r.probes.size()));
+  EXPECT_EQ(calls, r.runs());
+  // A consistent server: every rate decided by 2 agreeing runs of 3.
+  for (const auto& p : r.probes) EXPECT_EQ(p.runs.size(), 2u) << p.rate;
   EXPECT_LE(int(r.probes.size()), 8);
   EXPECT_LE(r.best_rate, 7.3);
   EXPECT_GT(r.best_rate, 7.3 / 1.1 - 1e-9);  // bisected to within 10%
+  EXPECT_FALSE(r.at_max_rate);
   for (const auto& p : r.probes) EXPECT_EQ(p.pass, p.rate <= 7.3);
+}
+
+TEST(RateSearch, ARateNeedsAMajorityOfItsRuns) {
+  // A noisy server: the first run at every rate has one slow request too many; the others pass
+  // up to 10 req/s. One run per rate would find nothing; 2 of 3 finds the capacity.
+  std::vector<std::pair<double, int>> seen;
+  auto measure = [&](double rate, int run) {
+    seen.push_back({rate, run});
+    if (run == 0) return 0.95;
+    return rate <= 10 ? 1.0 : 0.5;
+  };
+  RateSearchOptions o;
+  o.start_rate = 4;
+  o.max_probes = 6;
+  const auto r = search_rate(o, measure);
+  ASSERT_GE(r.probes.size(), 3u);
+  EXPECT_DOUBLE_EQ(r.probes[0].rate, 4);
+  EXPECT_TRUE(r.probes[0].pass);
+  EXPECT_EQ(r.probes[0].runs, (std::vector<double>{0.95, 1.0, 1.0}));  // split: a third run
+  EXPECT_DOUBLE_EQ(r.probes[0].within_budget, 1.0);                    // the median
+  EXPECT_DOUBLE_EQ(r.probes[1].rate, 8);
+  EXPECT_TRUE(r.probes[1].pass);
+  EXPECT_DOUBLE_EQ(r.probes[2].rate, 16);
+  EXPECT_FALSE(r.probes[2].pass);
+  EXPECT_EQ(r.probes[2].runs.size(), 2u);  // two failures decide it
+  EXPECT_LE(r.best_rate, 10);
+  EXPECT_GT(r.best_rate, 8);
+  EXPECT_EQ(int(seen.size()), r.runs());
+  for (size_t i = 0; i < seen.size(); ++i)  // runs numbered from 0 at each rate
+    if (i == 0 || seen[i].first != seen[i - 1].first) {
+      EXPECT_EQ(seen[i].second, 0) << i;
+    }
+
+  // One run per rate: the same server looks like it sustains nothing.
+  o.repeats = 1;
+  const auto once = search_rate(o, measure);
+  EXPECT_EQ(once.best_rate, 0);
+  for (const auto& p : once.probes) EXPECT_EQ(p.runs.size(), 1u);
 }
 
 TEST(RateSearch, GoesDownFromATooHighStartAndRespectsBounds) {
   RateSearchOptions o;
   o.start_rate = 100;
   o.max_probes = 3;
-  auto r = search_rate(o, [](double rate) { return rate <= 10 ? 1.0 : 0.0; });
+  auto r = search_rate(o, [](double rate, int) { return rate <= 10 ? 1.0 : 0.0; });
   ASSERT_EQ(r.probes.size(), 3u);
   EXPECT_DOUBLE_EQ(r.probes[0].rate, 100);
   EXPECT_DOUBLE_EQ(r.probes[1].rate, 50);
@@ -151,14 +192,22 @@ TEST(RateSearch, GoesDownFromATooHighStartAndRespectsBounds) {
   o.min_rate = 1;
   o.start_rate = 2;
   o.max_probes = 10;
-  r = search_rate(o, [](double) { return 0.5; });
+  r = search_rate(o, [](double, int) { return 0.5; });
   EXPECT_EQ(r.probes.size(), 2u);
   EXPECT_DOUBLE_EQ(r.probes.back().rate, 1);
-  // Always passing: doubles up to max_rate and stops.
+  // Always passing: doubles up to max_rate and stops, saying the capacity may be higher.
   o.max_rate = 16;
-  r = search_rate(o, [](double) { return 1.0; });
+  r = search_rate(o, [](double, int) { return 1.0; });
   EXPECT_DOUBLE_EQ(r.best_rate, 16);
+  EXPECT_TRUE(r.at_max_rate);
   EXPECT_EQ(r.probes.size(), 4u);  // 2, 4, 8, 16
+}
+
+TEST(RateSearch, MedianOfRuns) {
+  EXPECT_DOUBLE_EQ(median_of({0.9}), 0.9);
+  EXPECT_DOUBLE_EQ(median_of({1.0, 0.9}), 0.95);
+  EXPECT_DOUBLE_EQ(median_of({1.0, 0.2, 0.9}), 0.9);
+  EXPECT_THROW(median_of({}), std::invalid_argument);
 }
 
 TEST(Served, HistogramQuantileOfTheRequestsBetweenScrapes) {
@@ -224,6 +273,78 @@ TEST(Report, MarkdownShowsUnavailableStagesRatiosAndChanges) {
   // Two measured stages: two bar groups labelled in the latency chart.
   EXPECT_NE(plots.at("latency.svg").find(">stage 4<"), std::string::npos);
   EXPECT_EQ(plots.at("latency.svg").find(">stage 3<"), std::string::npos);
+}
+
+TEST(Report, TargetsSayWhichStageFellShortAndWhy) {
+  Report r;
+  StageResult s0, s2, s4;
+  s0.stage = default_stages(8)[0];
+  s0.options = {{"batching", "static"}, {"batch_wait_ms", "50"}};
+  s0.p50_ms = 62.9;
+  s0.rate.probes = {{8, {0.979, 0.98}, 0.9795, false}, {4, {0.958, 0.95}, 0.954, false}};
+  s0.clean = {0.998, 0.134};
+  s0.noisy = {0.935, 0.113};
+  s2 = s0;
+  s2.stage = default_stages(8)[2];
+  s2.changes = {"model_file: teacher-q8_0.gguf -> student-q8_0.gguf"};
+  s2.noisy = {0.925, 0.20};  // the student loses a point of noisy intent
+  s4 = s2;
+  s4.stage = default_stages(8)[4];
+  s4.options = {{"batching", "continuous"}};
+  s4.changes = {"batching: static -> continuous"};
+  s4.p50_ms = 1.2;
+  s4.rate.best_rate = 857.62;
+  r.stages = {s0, s2, s4};
+
+  const auto t = check_targets(r);
+  ASSERT_EQ(t.size(), 6u);
+  EXPECT_EQ(t[0].verdict, "met");  // 62.9 / 1.2 = 52x
+  EXPECT_NE(t[0].last.find("52.4x lower"), std::string::npos) << t[0].last;
+  // Stage 0 sustains no rate: no ratio, and the reason from its own options and probes.
+  EXPECT_EQ(t[1].verdict, "not defined");
+  EXPECT_EQ(t[1].stage0, "none req/s");
+  EXPECT_NE(t[1].why.find("stage 0 met the budget at no probed rate (2 rates from 4.00 to 8.00 "
+                          "req/s, 4 runs; at best a median of 98.0%"),
+            std::string::npos)
+      << t[1].why;
+  EXPECT_NE(t[1].why.find("up to 50 ms for the batch to fill"), std::string::npos) << t[1].why;
+  EXPECT_NE(t[1].why.find("stage 4 sustains 857.62 req/s"), std::string::npos) << t[1].why;
+  EXPECT_NE(t[1].why.find("either: 2 (batching static)"), std::string::npos) << t[1].why;
+  EXPECT_EQ(t[2].verdict, "met");     // clean intent unchanged
+  EXPECT_EQ(t[3].verdict, "met");     // clean slot F1 unchanged
+  EXPECT_EQ(t[4].verdict, "missed");  // noisy intent -1.0 point
+  EXPECT_NE(t[4].last.find("-1.0 points"), std::string::npos) << t[4].last;
+  EXPECT_NE(t[4].why.find("stage 2 (+ structured pruning and distillation: model_file: "
+                          "teacher-q8_0.gguf -> student-q8_0.gguf) took it from 93.5% to 92.5%"),
+            std::string::npos)
+      << t[4].why;
+  EXPECT_EQ(t[5].verdict, "met");  // noisy slot F1 went up: within
+
+  const std::string md = render_markdown(r);
+  EXPECT_NE(md.find("## Targets"), std::string::npos);
+  EXPECT_NE(md.find("| 4 | x0.02 | – | not defined |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("inf"), std::string::npos);
+  EXPECT_NE(md.find("Where a target is not met:"), std::string::npos);
+  const auto j = render_json(r);
+  ASSERT_EQ(j["targets"].size(), 6u);
+  EXPECT_EQ(j["targets"][1]["verdict"], "not defined");
+  EXPECT_TRUE(j["stages"][2]["ratio_to_stage0"]["max_rate"].is_null());
+  EXPECT_EQ(j["stages"][0]["probes"][0]["runs"].size(), 2u);
+
+  // Both rates defined: the ratio decides; a search stopped at its bound does not decide it.
+  r.stages[0].rate.best_rate = 100;
+  EXPECT_EQ(check_targets(r)[1].verdict, "missed");
+  r.stages[2].rate.at_max_rate = true;
+  EXPECT_EQ(check_targets(r)[1].verdict, "not measured");
+  r.stages[0].rate.best_rate = 50;
+  EXPECT_EQ(check_targets(r)[1].verdict, "met");
+  EXPECT_NE(check_targets(r)[1].last.find(">= 857.62 req/s (>= 17.2x)"), std::string::npos)
+      << check_targets(r)[1].last;
+  // The last stage sustains nothing: missed, naming it.
+  r.stages[2].rate = {};
+  EXPECT_EQ(check_targets(r)[1].verdict, "missed");
+  EXPECT_NE(check_targets(r)[1].why.find("stage 4 met the budget at no probed rate"),
+            std::string::npos);
 }
 
 TEST(Process, RunCheckedReportsFailuresAndKillsWhatOverruns) {
