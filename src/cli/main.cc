@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
   add("trim-vocab", "keep only the tokens a task uses: a smaller vocabulary, same text in and out",
       shrike::cli::add_trim_vocab);
   add("loadtest", "measure an OpenAI-compatible server under load", shrike::cli::add_loadtest);
+  add("max-rate",
+      "the highest bursty arrival rate a server sustains within a latency budget (as optimize "
+      "measures each stage)",
+      shrike::cli::add_max_rate);
   add("optimize",
       "build, serve and measure every optimisation stage of a task model: the staged report",
       [&](CLI::App& sub) { return shrike::cli::add_optimize(sub, argc, argv); });

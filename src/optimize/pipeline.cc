@@ -17,6 +17,7 @@
 #include "data/example.h"
 #include "data/task_format.h"
 #include "optimize/artefact_cache.h"
+#include "optimize/measure.h"
 #include "optimize/process.h"
 #include "optimize/served.h"
 
@@ -93,7 +94,7 @@ nlohmann::json read_json(const std::string& path) {
 }
 
 double jnum(const nlohmann::json& j, const char* key) {
-  return j.contains(key) && j[key].is_number() ? j[key].get<double>() : NAN;
+  return json_number(j, key);
 }
 
 std::string machine_description() {
@@ -107,45 +108,6 @@ std::string machine_description() {
   const std::string load = read_text("/proc/loadavg");
   return cpu + ", " + std::to_string(std::thread::hardware_concurrency()) +
          " logical CPUs, load average at start " + load.substr(0, load.find(' '));
-}
-
-struct LoadRun {
-  nlohmann::json summary;
-  std::vector<double> e2e_ms;
-  double within_budget = 0;  // good / sent
-};
-
-LoadRun loadtest(const Run& run, const std::string& url, const std::string& prompts,
-                 std::vector<std::string> mode, const std::string& name, double max_seconds) {
-  const OptimizeOptions& o = run.o;
-  const std::string json = o.out_dir + "/measure/" + name + ".json";
-  std::vector<std::string> argv = {o.shrike_bin,
-                                   "loadtest",
-                                   "--url",
-                                   url,
-                                   "--prompts",
-                                   prompts,
-                                   "--stop-at-eos",
-                                   "--timeout",
-                                   std::to_string(o.request_timeout_s),
-                                   "--slo",
-                                   "e2e=" + std::to_string(o.budget_ms),
-                                   "--out-json",
-                                   json,
-                                   "--out-svg",
-                                   o.out_dir + "/measure/" + name + ".svg"};
-  argv.insert(argv.end(), mode.begin(), mode.end());
-  run_checked(argv, run.logs + "/" + name + ".loadtest.log",
-              max_seconds + o.request_timeout_s + 60);
-  const auto j = read_json(json);
-  LoadRun r;
-  r.summary = j.at("summary");
-  for (const auto& req : j.at("requests"))
-    if (req.value("outcome", "") == "completed" && req["e2e_ms"].is_number())
-      r.e2e_ms.push_back(req["e2e_ms"].get<double>());
-  const double sent = jnum(r.summary, "sent"), good = jnum(r.summary, "good");
-  r.within_budget = sent > 0 ? good / sent : 0;
-  return r;
 }
 
 TaskScores scores_of(const std::string& path) {
@@ -311,6 +273,21 @@ Report run_optimize(const OptimizeOptions& o) {
     return scores_of(dst);
   };
 
+  MeasureConfig measure;
+  measure.shrike_bin = o.shrike_bin;
+  measure.prompts = prompts;
+  measure.measure_dir = out + "/measure";
+  measure.log_dir = run.logs;
+  measure.budget_ms = o.budget_ms;
+  measure.target = o.target;
+  measure.burstiness = o.burstiness;
+  measure.request_timeout_s = o.request_timeout_s;
+  measure.max_probes = o.max_probes;
+  measure.probe_repeats = o.probe_repeats;
+  measure.probe_requests = o.probe_requests;
+  measure.probe_seconds = o.probe_seconds;
+  measure.say = [&run](const std::string& line) { run.say(line); };
+
   const std::vector<Stage> stages = default_stages(o.static_batch);
   const StageResult* previous = nullptr;
   const Stage* last_available = nullptr;  // the sample request goes to it
@@ -355,50 +332,17 @@ Report run_optimize(const OptimizeOptions& o) {
     const std::string url = server.url(), id = "stage" + std::to_string(stage.id);
 
     run.say(tag + ": concurrency 1, " + std::to_string(c1) + " requests");
-    const LoadRun one =
-        loadtest(run, url, prompts, {"--concurrency", "1", "--max-requests", std::to_string(c1)},
-                 id + ".c1", double(c1) * o.request_timeout_s);
+    const LoadRun one = run_concurrency1(measure, url, c1, id + ".c1");
     s.p50_ms = jnum(one.summary.at("e2e"), "p50_ms");
     s.p99_ms = jnum(one.summary.at("e2e"), "p99_ms");
     s.e2e_ms = one.e2e_ms;
     s.c1_failed = int64_t(jnum(one.summary, "failed") + jnum(one.summary, "timed_out"));
-
-    // Every stage sees the same arrival patterns: run k of any probe uses seed k.
-    auto open_loop = [&](double rate, const std::string& name, int seed) {
-      const int64_t n =
-          std::clamp<int64_t>(int64_t(std::ceil(rate * o.probe_seconds)), 20, o.probe_requests);
-      const double seconds = std::min(2 * o.probe_seconds, double(n) / rate + 1);
-      char r[32];
-      std::snprintf(r, sizeof r, "%.4g", rate);
-      return loadtest(run, url, prompts,
-                      {"--rate", r, "--burstiness", std::to_string(o.burstiness), "--seed",
-                       std::to_string(seed), "--max-requests", std::to_string(n), "--duration",
-                       std::to_string(seconds)},
-                      name, seconds);
-    };
-    RateSearchOptions ro;
-    // A single stream's capacity is 1000 / P50 ms; the first probe offers half of it.
-    ro.start_rate = std::isfinite(s.p50_ms) && s.p50_ms > 0 ? 500 / s.p50_ms : 1;
-    ro.target = o.target;
-    ro.max_probes = o.max_probes;
-    ro.repeats = o.probe_repeats;
-    int probe_no = 0;
-    s.rate = search_rate(ro, [&](double rate, int repeat) {
-      if (repeat == 0) ++probe_no;
-      const LoadRun p = open_loop(
-          rate, id + ".probe" + std::to_string(probe_no) + ".run" + std::to_string(repeat + 1),
-          repeat + 1);
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "%s: probe %.2f req/s, run %d: %.1f%% within %g ms",
-                    tag.c_str(), rate, repeat + 1, 100 * p.within_budget, o.budget_ms);
-      run.say(buf);
-      return p.within_budget;
-    });
+    s.rate = search_max_rate(measure, url, start_rate_for(s.p50_ms), id, tag);
 
     if (report.common_rate <= 0) {
       // Twice what stage 0 sustains; when it sustains no probed rate, the lowest rate it was
       // probed at (so the queues of every stage are compared where stage 0 already fails).
-      double lowest = ro.max_rate;
+      double lowest = measure.max_rate;
       for (const auto& p : s.rate.probes) lowest = std::min(lowest, p.rate);
       report.common_rate = o.common_rate > 0      ? o.common_rate
                            : s.rate.best_rate > 0 ? 2 * s.rate.best_rate
@@ -408,7 +352,7 @@ Report run_optimize(const OptimizeOptions& o) {
     std::snprintf(buf, sizeof buf, "%s: common rate %.2f req/s", tag.c_str(), report.common_rate);
     run.say(buf);
     const std::string before = server.metrics();
-    const LoadRun common = open_loop(report.common_rate, id + ".common", 1);
+    const LoadRun common = run_open_loop(measure, url, report.common_rate, id + ".common", 1);
     const std::string after = server.metrics();
     s.queue_wait_p99_ms =
         1000 * histogram_quantile(before, after, "shrike_queue_wait_seconds", 0.99);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "optimize/served.h"
 #include "run_shrike.h"
 
 namespace fs = std::filesystem;
@@ -92,6 +93,24 @@ TEST_F(OptimizeCli, MeasuresEveryAvailableStageAndCachesModels) {
   EXPECT_NE(again.err.find("student (distilled): cached"), std::string::npos);
   EXPECT_EQ(again.err.find("train --data"), std::string::npos);
   EXPECT_NE(again.err.find("stage 4: concurrency 1"), std::string::npos);
+
+  // `shrike max-rate` measures any server as optimize measures a stage (here the teacher, served
+  // by hand): concurrency 1, then the rate search with its runs.
+  shrike::optimize::ServedModel server(SHRIKE_BINARY, path("out/teacher.gguf"), {"-t", "1"},
+                                       path("serve.log"), 60);
+  const CommandResult m = run_shrike("max-rate --url " + server.url() + " --prompts " +
+                                     path("out/prompts.jsonl") + " -o " + path("maxrate") +
+                                     " --name teacher --c1-requests 3 --probes 2 "
+                                     "--probe-seconds 0.5 --probe-requests 4 --request-timeout 5");
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_NE(m.out.find("teacher: P50 "), std::string::npos) << m.out;
+  std::ifstream mj(path("maxrate/teacher.json"));
+  const auto mr = nlohmann::json::parse(mj);
+  EXPECT_GT(mr["c1"]["p50_ms"].get<double>(), 0);
+  ASSERT_GE(mr["probes"].size(), 1u);
+  EXPECT_LE(mr["probes"].size(), 2u);
+  EXPECT_GE(mr["probes"][0]["runs"].size(), 2u);
+  EXPECT_TRUE(fs::exists(path("maxrate/teacher/teacher.probe1.run1.json")));
 }
 
 TEST_F(OptimizeCli, BadInputsNameWhatIsWrong) {
@@ -111,6 +130,10 @@ TEST_F(OptimizeCli, BadInputsNameWhatIsWrong) {
                  path("out"));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("nope.gguf: cannot read"), std::string::npos) << r.err;
+  r = run_shrike("max-rate --url http://127.0.0.1:1 --prompts " + path("nope.jsonl") + " -o " +
+                 path("out"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nope.jsonl: not a file (--prompts)"), std::string::npos) << r.err;
   std::ofstream(path("data/test.jsonl")) << "{\"text\":\"hi\"}\n";
   r = run_shrike("optimize --data " + path("data") + " -o " + path("out"));
   EXPECT_EQ(r.exit_code, 2);
