@@ -340,13 +340,14 @@ Report run_optimize(const OptimizeOptions& o) {
     s.rate = search_max_rate(measure, url, start_rate_for(s.p50_ms), id, tag);
 
     if (report.common_rate <= 0) {
-      // Twice what stage 0 sustains; when it sustains no probed rate, the lowest rate it was
-      // probed at (so the queues of every stage are compared where stage 0 already fails).
-      double lowest = measure.max_rate;
-      for (const auto& p : s.rate.probes) lowest = std::min(lowest, p.rate);
+      // Twice what stage 0 sustains; when it sustains no probed rate, the highest rate it was
+      // probed at (half its single-stream capacity: stage 0 already fails there, and a run at it
+      // is a few seconds where one at the search's lowest rate is its longest).
+      double highest = 0;
+      for (const auto& p : s.rate.probes) highest = std::max(highest, p.rate);
       report.common_rate = o.common_rate > 0      ? o.common_rate
                            : s.rate.best_rate > 0 ? 2 * s.rate.best_rate
-                                                  : lowest;
+                                                  : highest;
     }
     char buf[160];
     std::snprintf(buf, sizeof buf, "%s: common rate %.2f req/s", tag.c_str(), report.common_rate);

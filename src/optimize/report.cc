@@ -298,8 +298,8 @@ std::string render_markdown(const Report& r) {
   o += "\n## Plots\n\n![latency CDF](latency_cdf.svg)\n\n![latency](latency.svg)\n\n"
        "![goodput](goodput.svg)\n\n![memory](memory.svg)\n\n![accuracy](accuracy.svg)\n";
   if (!r.sample_prompt.empty()) {
-    o += "\n## A sample request to the last stage\n\n`POST /v1/completions` (the `/v1/intent` "
-         "route does not exist yet), prompt `" +
+    o += "\n## A sample request to the last stage\n\n`POST /v1/completions` (`POST /v1/intent` "
+         "with the utterance answers the same), prompt `" +
          r.sample_prompt.substr(0, r.sample_prompt.size() - 1) + "\\n`:\n\n```\n" +
          r.sample_answer + "\n```\n";
   }
