@@ -9,7 +9,9 @@
 # shrike serves the last measured stage exactly as the report ran it (its serve_argv); llama-server
 # (built outside this repository, never committed) serves the Q8_0 teacher with as many parallel
 # slots as that stage's max_seqs, each of the model's context length. Both get THREADS (default 2)
-# threads. ROUNDS (default 2) rounds, each measuring both servers, the order alternating (ABBA).
+# threads. A third server, shrike with the same stage's options on the Q8_0 teacher, compares the
+# engines on one model. ROUNDS (default 2) rounds, each measuring all three, the order alternating.
+# PROBES (default 4, as optimize) rates per search; C1_REQUESTS (default 100) at concurrency 1.
 # Prints a Markdown table (also OUT/table.md); every run's files are under OUT (default
 # OPT_DIR/vs_llama_server).
 set -euo pipefail
@@ -77,32 +79,41 @@ sport=$(free_port)
 build/shrike serve "${serve_argv[@]}" --host 127.0.0.1 --port "$sport" >"$out/shrike.serve.log" 2>&1 &
 pids+=($!)
 wait_ready "http://127.0.0.1:$sport" "$!" "$out/shrike.serve.log"
+# The same stage's serving options on llama-server's model (the Q8_0 teacher): the engines
+# compared on one model, apart from what the smaller student buys.
+tport=$(free_port)
+build/shrike serve "$opt/teacher-q8_0.gguf" "${serve_argv[@]:1}" --host 127.0.0.1 --port "$tport" \
+  >"$out/shrike-teacher.serve.log" 2>&1 &
+pids+=($!)
+wait_ready "http://127.0.0.1:$tport" "$!" "$out/shrike-teacher.serve.log"
 lport=$(free_port)
 "$llama" -m "$opt/teacher-q8_0.gguf" -t "$threads" -tb "$threads" -np "$slots" \
   -c $((slots * ctx)) --no-mmap --no-webui --host 127.0.0.1 --port "$lport" \
   >"$out/llama-server.log" 2>&1 &
 pids+=($!)
 wait_ready "http://127.0.0.1:$lport" "$!" "$out/llama-server.log"
-echo "vs_llama_server: shrike stage $stage on :$sport (${serve_argv[*]}), llama-server on :$lport" \
+echo "vs_llama_server: shrike stage $stage on :$sport (${serve_argv[*]}), the same on the teacher on" \
+  ":$tport, llama-server on :$lport" \
   "(-np $slots -c $((slots * ctx)) -t $threads); $rounds rounds" >&2
 
 measure() {  # name url round
   build/shrike max-rate --url "$2" --prompts "$opt/prompts.jsonl" -o "$out/round$3" --name "$1" \
-    --budget-ms "$budget" --target "$target" --burstiness "$burst" --probe-repeats "$repeats" >&2
+    --budget-ms "$budget" --target "$target" --burstiness "$burst" --probe-repeats "$repeats" \
+    --probes "${PROBES:-4}" --c1-requests "${C1_REQUESTS:-100}" >&2
 }
+declare -A url=([shrike]="http://127.0.0.1:$sport" [shrike-teacher]="http://127.0.0.1:$tport"
+  [llama-server]="http://127.0.0.1:$lport")
 for r in $(seq 1 "$rounds"); do
-  if [ $((r % 2)) -eq 1 ]; then order="shrike llama-server"; else order="llama-server shrike"; fi
-  for name in $order; do
-    if [ "$name" = shrike ]; then measure shrike "http://127.0.0.1:$sport" "$r"
-    else measure llama-server "http://127.0.0.1:$lport" "$r"; fi
-  done
+  if [ $((r % 2)) -eq 1 ]; then order="shrike shrike-teacher llama-server"
+  else order="llama-server shrike-teacher shrike"; fi
+  for name in $order; do measure "$name" "${url[$name]}" "$r"; done
 done
 
 python3 - "$out" "$rounds" "$stage" "$budget" "$target" "$burst" <<'PY' | tee "$out/table.md"
 import json, statistics, sys
 out, rounds, stage, budget, target, burst = sys.argv[1], int(sys.argv[2]), *sys.argv[3:]
 rows, best = [], {}
-for name in ("shrike", "llama-server"):
+for name in ("shrike", "shrike-teacher", "llama-server"):
     for r in range(1, rounds + 1):
         j = json.load(open(f"{out}/round{r}/{name}.json"))
         rate = j["max_rate_within_budget"]
@@ -112,14 +123,19 @@ for name in ("shrike", "llama-server"):
             for p in j["probes"])
         shown = ("none" if rate <= 0 else (">= " if j["max_rate_at_search_bound"] else "") + f"{rate:.2f}")
         rows.append(f"| {name} | {r} | {j['c1']['p50_ms']:.1f} | {j['c1']['p99_ms']:.1f} | {shown} | {probes} |")
-label = {"shrike": f"shrike (stage {stage})", "llama-server": "llama-server"}
+label = {"shrike": f"shrike, stage {stage} (its model)", "shrike-teacher": f"shrike, stage {stage} options, teacher Q8_0",
+         "llama-server": "llama-server, teacher Q8_0"}
 print(f"| server | round | P50 ms (c=1) | P99 ms (c=1) | max req/s with {100*float(target):g}% within {float(budget):g} ms | probes: req/s: % within per run |")
 print("|---|---:|---:|---:|---:|---|")
 for row in rows:
     name = row.split(" | ")[0][2:]
     print(row.replace(f"| {name} |", f"| {label[name]} |", 1))
-s, l = statistics.median(best["shrike"]), statistics.median(best["llama-server"])
-ratio = f"{s / l:.1f}x" if l > 0 else "not defined (llama-server met the budget at no probed rate)"
-print(f"\nMedian over rounds of the highest rate within budget: shrike {s:.2f} req/s, "
-      f"llama-server {l:.2f} req/s; shrike / llama-server: {ratio}. Gamma arrivals, burstiness {burst}.")
+med = {k: statistics.median(v) for k, v in best.items()}
+l = med["llama-server"]
+def ratio(k):
+    return f"{med[k] / l:.1f}x" if l > 0 else "not defined (llama-server met the budget at no probed rate)"
+print(f"\nMedian over rounds of the highest rate within budget: shrike stage {stage} {med['shrike']:.2f} req/s, "
+      f"shrike with the teacher {med['shrike-teacher']:.2f} req/s, llama-server {l:.2f} req/s. "
+      f"Stage {stage} / llama-server: {ratio('shrike')}; same model: {ratio('shrike-teacher')}. "
+      f"Gamma arrivals, burstiness {burst}.")
 PY
