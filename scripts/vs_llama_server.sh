@@ -75,14 +75,16 @@ wait_ready() {  # url, pid, log
   exit 1
 }
 
+# shrike links OpenBLAS, whose threads spin for ~0.1 s when the binary loads; serving needs none
+# (max-rate's load tests get the same setting, src/optimize/process.h).
 sport=$(free_port)
-build/shrike serve "${serve_argv[@]}" --host 127.0.0.1 --port "$sport" >"$out/shrike.serve.log" 2>&1 &
+OPENBLAS_NUM_THREADS=1 build/shrike serve "${serve_argv[@]}" --host 127.0.0.1 --port "$sport" >"$out/shrike.serve.log" 2>&1 &
 pids+=($!)
 wait_ready "http://127.0.0.1:$sport" "$!" "$out/shrike.serve.log"
 # The same stage's serving options on llama-server's model (the Q8_0 teacher): the engines
 # compared on one model, apart from what the smaller student buys.
 tport=$(free_port)
-build/shrike serve "$opt/teacher-q8_0.gguf" "${serve_argv[@]:1}" --host 127.0.0.1 --port "$tport" \
+OPENBLAS_NUM_THREADS=1 build/shrike serve "$opt/teacher-q8_0.gguf" "${serve_argv[@]:1}" --host 127.0.0.1 --port "$tport" \
   >"$out/shrike-teacher.serve.log" 2>&1 &
 pids+=($!)
 wait_ready "http://127.0.0.1:$tport" "$!" "$out/shrike-teacher.serve.log"

@@ -48,7 +48,7 @@ LoadRun run_loadtest(const MeasureConfig& c, const std::string& url,
                                    c.measure_dir + "/" + name + ".svg"};
   argv.insert(argv.end(), mode.begin(), mode.end());
   run_checked(argv, c.log_dir + "/" + name + ".loadtest.log",
-              max_seconds + c.request_timeout_s + 60);
+              max_seconds + c.request_timeout_s + 60, no_blas_threads_env());
   const auto j = read_json(json);
   LoadRun r;
   r.summary = j.at("summary");

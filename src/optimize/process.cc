@@ -25,8 +25,21 @@ int decode_status(int status) {
 
 }  // namespace
 
-Child::Child(const std::vector<std::string>& argv, const std::string& log_path) {
+Child::Child(const std::vector<std::string>& argv, const std::string& log_path,
+             const std::vector<std::string>& env) {
   if (argv.empty()) throw std::invalid_argument("Child: empty command");
+  // The child's environment: this process's, with each "KEY=value" of env replacing its key.
+  std::vector<std::string> vars = env;
+  for (char** e = environ; *e; ++e) {
+    const std::string v = *e;
+    const std::string key = v.substr(0, v.find('=') + 1);
+    bool replaced = false;
+    for (const auto& o : env) replaced = replaced || o.rfind(key, 0) == 0;
+    if (!replaced) vars.push_back(v);
+  }
+  std::vector<char*> envp;
+  for (auto& v : vars) envp.push_back(v.data());
+  envp.push_back(nullptr);
   const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error(log_path + ": cannot open log: " + std::strerror(errno));
   std::vector<char*> args;
@@ -46,7 +59,7 @@ Child::Child(const std::vector<std::string>& argv, const std::string& log_path) 
     dup2(fd, STDERR_FILENO);
     const int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    execv(args[0], args.data());
+    execve(args[0], args.data(), envp.data());
     const char msg[] = "exec failed\n";
     [[maybe_unused]] ssize_t n = write(STDERR_FILENO, msg, sizeof msg - 1);
     _exit(127);
@@ -117,12 +130,12 @@ std::string shell_join(const std::vector<std::string>& argv) {
 }
 
 void run_checked(const std::vector<std::string>& argv, const std::string& log_path,
-                 double timeout_s) {
+                 double timeout_s, const std::vector<std::string>& env) {
   {
     std::ofstream log(log_path, std::ios::app);
     log << "$ " << shell_join(argv) << "\n";
   }
-  Child child(argv, log_path);
+  Child child(argv, log_path, env);
   const auto status = child.wait(timeout_s);
   if (!status) {
     child.stop(2.0);
@@ -133,6 +146,11 @@ void run_checked(const std::vector<std::string>& argv, const std::string& log_pa
   if (*status != 0)
     throw std::runtime_error(shell_join(argv) + ": exit status " + std::to_string(*status) +
                              " (log " + log_path + ")\n" + tail_of(log_path, 8));
+}
+
+const std::vector<std::string>& no_blas_threads_env() {
+  static const std::vector<std::string> env = {"OPENBLAS_NUM_THREADS=1"};
+  return env;
 }
 
 }  // namespace shrike::optimize

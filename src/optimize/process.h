@@ -13,10 +13,12 @@ namespace shrike::optimize {
 
 class Child {
  public:
-  // Starts argv[0] (a path) with stdout and stderr appended to log_path. Throws
-  // std::runtime_error when the log cannot be opened or the fork fails; an exec failure shows
-  // as exit code 127 with the reason in the log.
-  Child(const std::vector<std::string>& argv, const std::string& log_path);
+  // Starts argv[0] (a path) with stdout and stderr appended to log_path, in this process's
+  // environment with each "KEY=value" of env set. Throws std::runtime_error when the log cannot
+  // be opened or the fork fails; an exec failure shows as exit code 127 with the reason in the
+  // log.
+  Child(const std::vector<std::string>& argv, const std::string& log_path,
+        const std::vector<std::string>& env = {});
   ~Child();
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
@@ -37,7 +39,13 @@ class Child {
 // Runs a command to completion, its output appended to log_path. Throws std::runtime_error
 // naming the command and the log when it fails, or when it runs past timeout_s (then killed).
 void run_checked(const std::vector<std::string>& argv, const std::string& log_path,
-                 double timeout_s);
+                 double timeout_s, const std::vector<std::string>& env = {});
+
+// The environment of a `shrike` child that does no BLAS work (serve, loadtest): OpenBLAS starts
+// its worker threads when the binary loads, and they spin (sched_yield) for ~0.1 s before they
+// sleep; on a 2-core machine that spin took a core from the server just as a load test began,
+// and made the first requests of every run ~100 ms late.
+const std::vector<std::string>& no_blas_threads_env();
 
 // The last max_lines lines of a file ("" when unreadable): error messages quote the log.
 std::string tail_of(const std::string& path, int max_lines);

@@ -54,7 +54,7 @@ ServedModel::ServedModel(const std::string& shrike_bin, const std::string& model
     std::ofstream log(log_path, std::ios::trunc);
     log << "$ " << shell_join(argv) << "\n";
   }
-  child_ = std::make_unique<Child>(argv, log_path);
+  child_ = std::make_unique<Child>(argv, log_path, no_blas_threads_env());
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(ready_timeout_s);
   auto fail = [&](const std::string& why) {

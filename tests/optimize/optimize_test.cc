@@ -352,6 +352,14 @@ TEST(Process, RunCheckedReportsFailuresAndKillsWhatOverruns) {
   const std::string log = (d / "log").string();
   EXPECT_NO_THROW(run_checked({"/bin/sh", "-c", "echo hello"}, log, 10));
   EXPECT_NE(tail_of(log, 5).find("hello"), std::string::npos);
+  // A child's environment: this process's, with the given variables replaced or added.
+  setenv("SHRIKE_OPT_TEST_A", "old", 1);
+  setenv("SHRIKE_OPT_TEST_B", "kept", 1);
+  EXPECT_NO_THROW(
+      run_checked({"/bin/sh", "-c", "echo \"env $SHRIKE_OPT_TEST_A $SHRIKE_OPT_TEST_B\""}, log, 10,
+                  {"SHRIKE_OPT_TEST_A=new"}));
+  EXPECT_NE(tail_of(log, 1).find("env new kept"), std::string::npos) << tail_of(log, 3);
+  EXPECT_EQ(no_blas_threads_env(), std::vector<std::string>{"OPENBLAS_NUM_THREADS=1"});
   try {
     run_checked({"/bin/sh", "-c", "echo broken >&2; exit 3"}, log, 10);
     FAIL() << "no throw";
