@@ -11,7 +11,9 @@
 # slots as that stage's max_seqs, each of the model's context length. Both get THREADS (default 2)
 # threads. A third server, shrike with the same stage's options on the Q8_0 teacher, compares the
 # engines on one model. ROUNDS (default 2) rounds, each measuring all three, the order alternating.
-# PROBES (default 4, as optimize) rates per search; C1_REQUESTS (default 100) at concurrency 1.
+# PROBES (default 4, as optimize) rates per search; C1_REQUESTS (default 100) at concurrency 1;
+# PROBE_REQUESTS (default 200, as optimize) most requests per run and MAX_RATE (default 1000, as
+# optimize) the search's upper bound: raise both when a server passes the bound (">=" in the table).
 # Prints a Markdown table (also OUT/table.md); every run's files are under OUT (default
 # OPT_DIR/vs_llama_server).
 set -euo pipefail
@@ -101,7 +103,8 @@ echo "vs_llama_server: shrike stage $stage on :$sport (${serve_argv[*]}), the sa
 measure() {  # name url round
   build/shrike max-rate --url "$2" --prompts "$opt/prompts.jsonl" -o "$out/round$3" --name "$1" \
     --budget-ms "$budget" --target "$target" --burstiness "$burst" --probe-repeats "$repeats" \
-    --probes "${PROBES:-4}" --c1-requests "${C1_REQUESTS:-100}" >&2
+    --probes "${PROBES:-4}" --c1-requests "${C1_REQUESTS:-100}" \
+    --probe-requests "${PROBE_REQUESTS:-200}" --max-rate "${MAX_RATE:-1000}" >&2
 }
 declare -A url=([shrike]="http://127.0.0.1:$sport" [shrike-teacher]="http://127.0.0.1:$tport"
   [llama-server]="http://127.0.0.1:$lport")

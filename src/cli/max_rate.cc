@@ -124,6 +124,9 @@ Runner add_max_rate(CLI::App& app) {
   app.add_option("--probe-seconds", a->m.probe_seconds, "seconds of arrivals per run")
       ->check(CLI::Range(0.5, 600.0))
       ->capture_default_str();
+  app.add_option("--max-rate", a->m.max_rate, "highest rate the search probes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--request-timeout", a->m.request_timeout_s, "per-request timeout, seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

@@ -104,6 +104,9 @@ Runner add_optimize(CLI::App& app, int argc, char** argv) {
   app.add_option("--probe-seconds", o->probe_seconds, "seconds of arrivals per probe")
       ->check(CLI::Range(0.5, 600.0))
       ->capture_default_str();
+  app.add_option("--max-rate", o->max_rate, "highest rate the rate search probes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--common-rate", o->common_rate,
                  "req/s of the queue-wait run (default: twice stage 0's highest within budget)")
       ->check(CLI::NonNegativeNumber);

@@ -31,6 +31,7 @@ struct OptimizeOptions {
   int max_probes = 4, probe_requests = 200;
   int probe_repeats = 3;  // runs per probed rate at most; it passes when a majority pass
   double probe_seconds = 6;
+  double max_rate = 1000;  // the rate search's upper bound (a stage passing it shows ">=")
   double common_rate = 0;  // 0: twice stage 0's highest rate within the budget (or its highest
                            // probed rate when none passed)
   double request_timeout_s = 2;
