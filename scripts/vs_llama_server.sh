@@ -11,8 +11,8 @@
 # slots as that stage's max_seqs, each of the model's context length. Both get THREADS (default 2)
 # threads. A third server, shrike with the same stage's options on the Q8_0 teacher, compares the
 # engines on one model. ROUNDS (default 2) rounds, each measuring all three, the order alternating.
-# PROBES (default 4, as optimize) rates per search; C1_REQUESTS (default 100) at concurrency 1;
-# PROBE_REQUESTS (default 200, as optimize) most requests per run and MAX_RATE (default 1000, as
+# PROBES (default 6, as optimize) rates per search; C1_REQUESTS (default 100) at concurrency 1;
+# PROBE_REQUESTS (default 400, as optimize) most requests per run and MAX_RATE (default 4000, as
 # optimize) the search's upper bound: raise both when a server passes the bound (">=" in the table).
 # Prints a Markdown table (also OUT/table.md); every run's files are under OUT (default
 # OPT_DIR/vs_llama_server).
@@ -103,8 +103,8 @@ echo "vs_llama_server: shrike stage $stage on :$sport (${serve_argv[*]}), the sa
 measure() {  # name url round
   build/shrike max-rate --url "$2" --prompts "$opt/prompts.jsonl" -o "$out/round$3" --name "$1" \
     --budget-ms "$budget" --target "$target" --burstiness "$burst" --probe-repeats "$repeats" \
-    --probes "${PROBES:-4}" --c1-requests "${C1_REQUESTS:-100}" \
-    --probe-requests "${PROBE_REQUESTS:-200}" --max-rate "${MAX_RATE:-1000}" >&2
+    --probes "${PROBES:-6}" --c1-requests "${C1_REQUESTS:-100}" \
+    --probe-requests "${PROBE_REQUESTS:-400}" --max-rate "${MAX_RATE:-4000}" >&2
 }
 declare -A url=([shrike]="http://127.0.0.1:$sport" [shrike-teacher]="http://127.0.0.1:$tport"
   [llama-server]="http://127.0.0.1:$lport")
@@ -126,7 +126,7 @@ for name in ("shrike", "shrike-teacher", "llama-server"):
         probes = "; ".join(
             f"{p['rate']:.3g}: " + "/".join(f"{100*x:.1f}" for x in p["runs"]) + (" ok" if p["pass"] else " no")
             for p in j["probes"])
-        shown = ("none" if rate <= 0 else (">= " if j["max_rate_at_search_bound"] else "") + f"{rate:.2f}")
+        shown = ("none" if rate <= 0 else (">= " if j["max_rate_is_lower_bound"] else "") + f"{rate:.2f}")
         rows.append(f"| {name} | {r} | {j['c1']['p50_ms']:.1f} | {j['c1']['p99_ms']:.1f} | {shown} | {probes} |")
 label = {"shrike": f"shrike, stage {stage} (its model)", "shrike-teacher": f"shrike, stage {stage} options, teacher Q8_0",
          "llama-server": "llama-server, teacher Q8_0"}

@@ -69,7 +69,7 @@ int run_max_rate(MaxRateArgs a) {
       {"probe_repeats", a.m.probe_repeats},
       {"c1", {{"requests", a.c1_requests}, {"p50_ms", num(p50)}, {"p99_ms", num(p99)}}},
       {"max_rate_within_budget", r.best_rate},
-      {"max_rate_at_search_bound", r.at_max_rate},
+      {"max_rate_is_lower_bound", r.lower_bound},
       {"rate_search_runs", r.runs()},
       {"probes", probes}};
   const std::string path = a.out_dir + "/" + a.name + ".json";
@@ -79,7 +79,7 @@ int run_max_rate(MaxRateArgs a) {
   std::printf(
       "%s: P50 %.1f ms, P99 %.1f ms at concurrency 1; highest rate with %.1f%% within %g "
       "ms: %s%.2f req/s (%d runs)\n",
-      a.name.c_str(), p50, p99, 100 * a.m.target, a.m.budget_ms, r.at_max_rate ? ">= " : "",
+      a.name.c_str(), p50, p99, 100 * a.m.target, a.m.budget_ms, r.lower_bound ? ">= " : "",
       r.best_rate, r.runs());
   return 0;
 }

@@ -92,6 +92,7 @@ RateSearchResult search_max_rate(const MeasureConfig& c, const std::string& url,
   ro.max_probes = c.max_probes;
   ro.repeats = c.probe_repeats;
   ro.max_rate = c.max_rate;
+  ro.growth = c.probe_growth;
   int probe_no = 0;
   return search_rate(ro, [&](double rate, int repeat) {
     if (repeat == 0) ++probe_no;

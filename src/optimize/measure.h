@@ -22,9 +22,9 @@ struct MeasureConfig {
   double request_timeout_s = 2;
   // Rate search: rates probed, runs per rate, and each open-loop run's size: ~probe_seconds of
   // arrivals, at least 20 and at most probe_requests requests, cut at 2 x probe_seconds.
-  int max_probes = 4, probe_repeats = 3, probe_requests = 200;
+  int max_probes = 6, probe_repeats = 3, probe_requests = 400;
   double probe_seconds = 6;
-  double max_rate = 1000;
+  double probe_growth = 4, max_rate = 4000;
   std::function<void(const std::string&)> say;  // one progress line per run (may be empty)
 };
 

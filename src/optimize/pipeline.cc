@@ -287,6 +287,7 @@ Report run_optimize(const OptimizeOptions& o) {
   measure.probe_requests = o.probe_requests;
   measure.probe_seconds = o.probe_seconds;
   measure.max_rate = o.max_rate;
+  measure.probe_growth = o.probe_growth;
   measure.say = [&run](const std::string& line) { run.say(line); };
 
   const std::vector<Stage> stages = default_stages(o.static_batch);

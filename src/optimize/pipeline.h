@@ -28,10 +28,11 @@ struct OptimizeOptions {
   int max_tokens = 64;
   int c1_requests = 100;  // 0: every test utterance
   double budget_ms = 100, target = 0.99, burstiness = 0.3;
-  int max_probes = 4, probe_requests = 200;
-  int probe_repeats = 3;  // runs per probed rate at most; it passes when a majority pass
+  int max_probes = 6, probe_requests = 400;
+  double probe_growth = 4;  // the rate search's factor between probes until one fails
+  int probe_repeats = 3;    // runs per probed rate at most; it passes when a majority pass
   double probe_seconds = 6;
-  double max_rate = 1000;  // the rate search's upper bound (a stage passing it shows ">=")
+  double max_rate = 4000;  // the rate search's upper bound (a stage passing it shows ">=")
   double common_rate = 0;  // 0: twice stage 0's highest rate within the budget (or its highest
                            // probed rate when none passed)
   double request_timeout_s = 2;

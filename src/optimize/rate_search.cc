@@ -48,7 +48,8 @@ RateSearchResult search_rate(const RateSearchOptions& o,
   while (int(r.probes.size()) < o.max_probes) {
     probe(rate);
     if (lo > 0 && hi > 0) break;
-    const double next = std::clamp(lo > 0 ? rate * 2 : rate / 2, o.min_rate, o.max_rate);
+    const double g = std::max(o.growth, 1.01);
+    const double next = std::clamp(lo > 0 ? rate * g : rate / g, o.min_rate, o.max_rate);
     if (next == rate) break;  // at a bound: nothing further to learn in this direction
     rate = next;
   }
@@ -56,7 +57,7 @@ RateSearchResult search_rate(const RateSearchOptions& o,
   while (lo > 0 && hi > 0 && int(r.probes.size()) < o.max_probes && hi / lo > 1.1)
     probe(std::sqrt(lo * hi));
   r.best_rate = lo;
-  r.at_max_rate = lo > 0 && lo >= o.max_rate;
+  r.lower_bound = lo > 0 && hi == 0;
   return r;
 }
 

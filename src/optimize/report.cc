@@ -58,7 +58,7 @@ std::vector<const StageResult*> measured(const Report& r) {
 // search stopped at its upper bound (the capacity may be higher).
 std::string rate_text(const RateSearchResult& r) {
   if (r.best_rate <= 0) return "none";
-  return (r.at_max_rate ? ">= " : "") + fmt(r.best_rate, "%.2f");
+  return (r.lower_bound ? ">= " : "") + fmt(r.best_rate, "%.2f");
 }
 
 std::string option_or(const StageResult& s, const std::string& key, const std::string& dflt) {
@@ -70,6 +70,15 @@ std::string what_changed(const StageResult& s) {
   std::string c;
   for (const auto& ch : s.changes) c += (c.empty() ? "" : "; ") + ch;
   return label(s) + " (" + s.stage.name + (c.empty() ? "" : ": " + c) + ")";
+}
+
+// "0 a, 1 b, ...": a value of every measured stage.
+std::string chain(const Report& r, const std::function<std::string(const StageResult&)>& shown) {
+  std::string c;
+  for (const auto& s : r.stages)
+    if (s.stage.available)
+      c += (c.empty() ? "" : ", ") + std::to_string(s.stage.id) + " " + shown(s);
+  return c;
 }
 
 // The step between consecutive measured stages that moved `value` most in the bad direction
@@ -142,19 +151,36 @@ TargetCheck rate_target(const Report& r, const StageResult& b, const StageResult
     t.why = label(l) + " met the budget at no probed rate; stages that fell short: " + none;
     return t;
   }
+  // A lower bound on stage 0 makes x an upper bound of the true ratio; one on the last stage
+  // makes it a lower bound; with both, x decides nothing.
   const double x = l.rate.best_rate / b.rate.best_rate;
-  t.last += " (" + std::string(l.rate.at_max_rate ? ">= " : "") + fmt(x, "%.1f") + "x)";
-  if (x >= 15) {
+  const bool x_low = l.rate.lower_bound && !b.rate.lower_bound;
+  const bool x_high = b.rate.lower_bound && !l.rate.lower_bound;
+  const bool both = b.rate.lower_bound && l.rate.lower_bound;
+  t.last += " (" +
+            std::string(x_low    ? ">= "
+                        : x_high ? "<= "
+                        : both   ? "~"
+                                 : "") +
+            fmt(x, "%.1f") + "x)";
+  const std::string per_stage =
+      "per stage: " + chain(r, [](const StageResult& s) { return rate_text(s.rate); });
+  if (x >= 15 && !x_high && !both) {
     t.verdict = "met";
-  } else if (l.rate.at_max_rate) {
-    t.verdict = "not measured";
-    t.why = "the rate search stopped at its upper bound (" + fmt(l.rate.best_rate, "%.2f") +
-            " req/s) before the ratio reached 15";
-  } else {
+  } else if (x < 15 && !x_low && !both) {
     t.verdict = "missed";
-    t.why = label(l) + " sustains only " + fmt(x, "%.2f") + "x; the worst step: " +
-            worst_step(
-                r, [](const StageResult& s) { return s.rate.best_rate; }, true, "%.2f");
+    t.why = label(l) + " sustains " + (x_high ? "at most " : "") + fmt(x, "%.2f") +
+            "x stage 0's rate (" + per_stage + " req/s)";
+    if (b.rate.lower_bound)
+      t.why += "; stage 0 passed every rate it was probed at, so its capacity is higher still";
+  } else {
+    t.verdict = "not decided";
+    t.why = std::string("the rate search found no failing rate above ") +
+            (both    ? "either stage's"
+             : x_low ? label(l) + "'s"
+                     : "stage 0's") +
+            " highest passing rate within its probes and bound, so the ratio is only a bound (" +
+            per_stage + " req/s); more probes (--probes) or a higher --max-rate decide it";
   }
   return t;
 }
@@ -356,7 +382,7 @@ nlohmann::json render_json(const Report& r) {
                {"p99_ms", num(s.p99_ms)},
                {"c1_failed", s.c1_failed},
                {"max_rate_within_budget", s.rate.best_rate},
-               {"max_rate_at_search_bound", s.rate.at_max_rate},
+               {"max_rate_is_lower_bound", s.rate.lower_bound},
                {"rate_search_runs", s.rate.runs()},
                {"probes", probes},
                {"queue_wait_p99_ms", num(s.queue_wait_p99_ms)},

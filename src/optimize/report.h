@@ -54,8 +54,10 @@ struct Report {
 struct TargetCheck {
   std::string target;
   std::string stage0, last;  // the values compared, as shown
-  std::string verdict;       // "met", "missed", "not defined" or "not measured"
-  std::string why;           // unless met: which stage fell short and why, from the measured values
+  // "met", "missed", "not defined" (stage 0 sustains no rate), "not decided" (only bounds were
+  // measured) or "not measured"
+  std::string verdict;
+  std::string why;  // unless met: which stage fell short and why, from the measured values
 };
 std::vector<TargetCheck> check_targets(const Report& r);
 

@@ -136,7 +136,7 @@ TEST(RateSearch, BracketsAndBisectsTowardsTheCapacity) {
   EXPECT_LE(int(r.probes.size()), 8);
   EXPECT_LE(r.best_rate, 7.3);
   EXPECT_GT(r.best_rate, 7.3 / 1.1 - 1e-9);  // bisected to within 10%
-  EXPECT_FALSE(r.at_max_rate);
+  EXPECT_FALSE(r.lower_bound);
   for (const auto& p : r.probes) EXPECT_EQ(p.pass, p.rate <= 7.3);
 }
 
@@ -199,8 +199,29 @@ TEST(RateSearch, GoesDownFromATooHighStartAndRespectsBounds) {
   o.max_rate = 16;
   r = search_rate(o, [](double, int) { return 1.0; });
   EXPECT_DOUBLE_EQ(r.best_rate, 16);
-  EXPECT_TRUE(r.at_max_rate);
+  EXPECT_TRUE(r.lower_bound);
   EXPECT_EQ(r.probes.size(), 4u);  // 2, 4, 8, 16
+}
+
+TEST(RateSearch, GrowthFactorAndALowerBoundWhenNoRateFailed) {
+  RateSearchOptions o;
+  o.start_rate = 10;
+  o.growth = 4;
+  o.max_probes = 6;
+  auto r = search_rate(o, [](double rate, int) { return rate <= 300 ? 1.0 : 0.0; });
+  ASSERT_GE(r.probes.size(), 4u);
+  EXPECT_DOUBLE_EQ(r.probes[1].rate, 40);
+  EXPECT_DOUBLE_EQ(r.probes[2].rate, 160);
+  EXPECT_DOUBLE_EQ(r.probes[3].rate, 640);
+  EXPECT_FALSE(r.probes[3].pass);
+  EXPECT_GT(r.best_rate, 160);  // bisected between 160 and 640
+  EXPECT_LE(r.best_rate, 300);
+  EXPECT_FALSE(r.lower_bound);
+  // Every probe passed: the best rate is only a lower bound.
+  o.max_probes = 3;
+  r = search_rate(o, [](double, int) { return 1.0; });
+  EXPECT_DOUBLE_EQ(r.best_rate, 160);
+  EXPECT_TRUE(r.lower_bound);
 }
 
 TEST(RateSearch, MedianOfRuns) {
@@ -334,12 +355,26 @@ TEST(Report, TargetsSayWhichStageFellShortAndWhy) {
   // Both rates defined: the ratio decides; a search stopped at its bound does not decide it.
   r.stages[0].rate.best_rate = 100;
   EXPECT_EQ(check_targets(r)[1].verdict, "missed");
-  r.stages[2].rate.at_max_rate = true;
-  EXPECT_EQ(check_targets(r)[1].verdict, "not measured");
+  r.stages[2].rate.lower_bound = true;
+  EXPECT_EQ(check_targets(r)[1].verdict, "not decided");  // >= 8.6x: could still reach 15
   r.stages[0].rate.best_rate = 50;
   EXPECT_EQ(check_targets(r)[1].verdict, "met");
   EXPECT_NE(check_targets(r)[1].last.find(">= 857.62 req/s (>= 17.2x)"), std::string::npos)
       << check_targets(r)[1].last;
+  // Stage 0 passed every probed rate: its rate is a lower bound, the ratio an upper one.
+  r.stages[2].rate.lower_bound = false;
+  r.stages[0].rate.lower_bound = true;
+  r.stages[0].rate.best_rate = 100;  // <= 8.6x: missed whatever stage 0's true capacity
+  EXPECT_EQ(check_targets(r)[1].verdict, "missed");
+  EXPECT_NE(check_targets(r)[1].why.find("at most 8.58x stage 0's rate (per stage: 0 >= 100.00, "
+                                         "2 none, 4 857.62 req/s)"),
+            std::string::npos)
+      << check_targets(r)[1].why;
+  r.stages[0].rate.best_rate = 50;  // <= 17.2x: undecided
+  EXPECT_EQ(check_targets(r)[1].verdict, "not decided");
+  r.stages[2].rate.lower_bound = true;  // both bounds: undecided
+  EXPECT_EQ(check_targets(r)[1].verdict, "not decided");
+  r.stages[0].rate.lower_bound = false;
   // The last stage sustains nothing: missed, naming it.
   r.stages[2].rate = {};
   EXPECT_EQ(check_targets(r)[1].verdict, "missed");
