@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 
 namespace shrike::optimize {
@@ -173,6 +174,19 @@ TargetCheck rate_target(const Report& r, const StageResult& b, const StageResult
             "x stage 0's rate (" + per_stage + " req/s)";
     if (b.rate.lower_bound)
       t.why += "; stage 0 passed every rate it was probed at, so its capacity is higher still";
+    // The usual reason on a small model: static batches fill fast at high rates, so the naive
+    // service's batch wait costs latency (the P50 target) rather than throughput.
+    const double batch = std::atof(option_or(b, "batch_size", "0").c_str());
+    const double wait = std::atof(option_or(b, "batch_wait_ms", "0").c_str());
+    if (option_or(b, "batching", "") == "static" && batch > 0 && wait > 0) {
+      const double fill_ms = 1000 * batch / b.rate.best_rate;
+      if (fill_ms < wait)
+        t.why += "; at " + fmt(b.rate.best_rate, "%.2f") + " req/s stage 0's static batches of " +
+                 fmt(batch, "%g") + " fill in ~" + fmt(fill_ms, "%.0f") +
+                 " ms on average, inside its " + fmt(wait, "%g") +
+                 " ms batch wait, so its batching costs latency (P50 " + fmt(b.p50_ms) +
+                 " ms at concurrency 1) more than throughput";
+    }
   } else {
     t.verdict = "not decided";
     t.why = std::string("the rate search found no failing rate above ") +

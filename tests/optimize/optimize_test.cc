@@ -370,6 +370,15 @@ TEST(Report, TargetsSayWhichStageFellShortAndWhy) {
                                          "2 none, 4 857.62 req/s)"),
             std::string::npos)
       << check_targets(r)[1].why;
+  // Static batching that fills its batches faster than it waits: the reason is said.
+  r.stages[0].options["batch_size"] = "8";
+  r.stages[0].rate.lower_bound = false;
+  r.stages[0].rate.best_rate = 400;
+  EXPECT_NE(check_targets(r)[1].why.find("at 400.00 req/s stage 0's static batches of 8 fill in "
+                                         "~20 ms on average, inside its 50 ms batch wait"),
+            std::string::npos)
+      << check_targets(r)[1].why;
+  r.stages[0].rate.lower_bound = true;
   r.stages[0].rate.best_rate = 50;  // <= 17.2x: undecided
   EXPECT_EQ(check_targets(r)[1].verdict, "not decided");
   r.stages[2].rate.lower_bound = true;  // both bounds: undecided
