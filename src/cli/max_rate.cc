@@ -2,9 +2,7 @@
 // `shrike optimize` measures a stage (src/optimize/measure): P50/P99 at concurrency 1, then the
 // highest bursty open-loop arrival rate with the target fraction of requests within the budget.
 // Writes DIR/NAME.json; scripts/vs_llama_server.sh runs it against shrike and llama-server.
-#include <unistd.h>
 
-#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -15,6 +13,7 @@
 #include "cli/commands.h"
 #include "core/file_buffer.h"
 #include "optimize/measure.h"
+#include "optimize/process.h"
 
 namespace shrike::cli {
 namespace {
@@ -26,17 +25,10 @@ struct MaxRateArgs {
   double start_rate = 0;  // 0: half the single-stream capacity measured at concurrency 1
 };
 
-std::string self_path() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the shrike binary (/proc/self/exe)");
-  return std::string(buf, size_t(n));
-}
-
 int run_max_rate(MaxRateArgs a) {
   namespace fs = std::filesystem;
   if (!fs::is_regular_file(a.m.prompts)) throw FileError(a.m.prompts + ": not a file (--prompts)");
-  a.m.shrike_bin = self_path();
+  a.m.shrike_bin = optimize::current_executable();
   a.m.measure_dir = a.out_dir + "/" + a.name;
   a.m.log_dir = a.m.measure_dir;
   fs::create_directories(a.m.measure_dir);

@@ -1,8 +1,6 @@
 // `shrike optimize --data DIR [--teacher T.gguf] -o OUT`: the staged report (src/optimize). This
 // file maps options and prints progress and the stage table; the work is src/optimize/pipeline.
-#include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,19 +9,13 @@
 
 #include "cli/commands.h"
 #include "optimize/pipeline.h"
+#include "optimize/process.h"
 
 namespace shrike::cli {
 namespace {
 
-std::string self_path() {
-  char buf[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) throw std::runtime_error("cannot find the shrike binary (/proc/self/exe)");
-  return std::string(buf, size_t(n));
-}
-
 int run_optimize_cli(optimize::OptimizeOptions o) {
-  o.shrike_bin = self_path();
+  o.shrike_bin = optimize::current_executable();
   o.progress = [](const std::string& line) {
     std::fprintf(stderr, "%s\n", line.c_str());
     std::fflush(stderr);

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cstring>
 #include <deque>
 #include <fstream>
@@ -146,6 +147,13 @@ void run_checked(const std::vector<std::string>& argv, const std::string& log_pa
   if (*status != 0)
     throw std::runtime_error(shell_join(argv) + ": exit status " + std::to_string(*status) +
                              " (log " + log_path + ")\n" + tail_of(log_path, 8));
+}
+
+std::string current_executable() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot find the shrike binary (/proc/self/exe)");
+  return std::string(buf, size_t(n));
 }
 
 const std::vector<std::string>& no_blas_threads_env() {

@@ -50,6 +50,10 @@ const std::vector<std::string>& no_blas_threads_env();
 // The last max_lines lines of a file ("" when unreadable): error messages quote the log.
 std::string tail_of(const std::string& path, int max_lines);
 
+// This process's own binary (/proc/self/exe): the `shrike` whose subcommands do the work.
+// Throws std::runtime_error when it cannot be read.
+std::string current_executable();
+
 // "a b 'c d'": a command as a shell would need it, for logs and the report.
 std::string shell_join(const std::vector<std::string>& argv);
 
