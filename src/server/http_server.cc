@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "engine/engine.h"
+#include "server/api_key.h"
 #include "server/generation_request.h"
 #include "server/intent_route.h"
 #include "server/openai_protocol.h"
@@ -46,13 +47,6 @@ std::string route_label(const std::string& path) {
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
   if (path.rfind("/admin/models/", 0) == 0) return "/admin/models/{id}";
   return "other";
-}
-
-// Compares without an early exit, so response time does not reveal how much of a key matched.
-bool equal_constant_time(const std::string& a, const std::string& b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= uint8_t(a[i]) ^ uint8_t(i < b.size() ? b[i] : 0);
-  return diff == 0;
 }
 
 int64_t unix_now() {
@@ -279,7 +273,8 @@ struct HttpServer::Impl {
     }
     const std::string h = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
-    if (h.rfind(prefix, 0) != 0 || !equal_constant_time(h.substr(prefix.size()), opt.admin_key)) {
+    if (h.rfind(prefix, 0) != 0 ||
+        !api_key_matches(std::string_view(h).substr(prefix.size()), opt.admin_key)) {
       send_error(res, unauthorized("This route needs the admin key as 'Bearer KEY'."));
       return false;
     }
@@ -310,7 +305,8 @@ struct HttpServer::Impl {
           "You didn't provide an API key. Send it in the Authorization header as 'Bearer KEY'.");
     const std::string h = req.get_header_value("Authorization");
     const std::string prefix = "Bearer ";
-    if (h.rfind(prefix, 0) != 0 || !equal_constant_time(h.substr(prefix.size()), opt.api_key))
+    if (h.rfind(prefix, 0) != 0 ||
+        !api_key_matches(std::string_view(h).substr(prefix.size()), opt.api_key))
       return unauthorized("Incorrect API key provided.");
     return std::nullopt;
   }
