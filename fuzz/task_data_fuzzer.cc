@@ -1,6 +1,7 @@
 // Task-data readers (src/data): the examples JSONL, each public-dataset importer, the tolerant
 // parser of a model's answer and the recall text. The first byte picks the reader.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/file_buffer.h"

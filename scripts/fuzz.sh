@@ -8,8 +8,8 @@
 # starts from the committed seeds in fuzz/corpus/TARGET and grows a working corpus in
 # build-fuzz/corpus/TARGET (kept between runs, never committed). A crash, leak, sanitizer report
 # or a unit slower than 25 s stops the run, leaves the input in build-fuzz/artifacts/TARGET/ and
-# makes the script fail. Extra libFuzzer flags: FUZZ_FLAGS="-jobs=2 -workers=2" (default: one
-# process). The last lines of each run (executions, cov:, ft:) are what docs/FUZZING.md records.
+# makes the script fail. Extra libFuzzer flags: FUZZ_FLAGS="-dict=..." ; FUZZ_PARALLEL=N runs N
+# targets at once (default 1). The last lines of each run (executions, cov:, ft:) are what docs/FUZZING.md records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,24 +48,41 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=cl
   >/dev/null
 cmake --build "$build" -j"$jobs" --target $(printf 'fuzz_%s ' "${run[@]}")
 
-failed=()
-for t in "${run[@]}"; do
-  corpus="$build/corpus/$t"
-  artifacts="$build/artifacts/$t"
+# One target's run; its summary (or the failure and its log tail) is printed when it ends.
+run_one() {
+  local t=$1 corpus="$build/corpus/$1" artifacts="$build/artifacts/$1" log="$build/fuzz-$1.log"
   mkdir -p "$corpus" "$artifacts"
-  echo "== fuzz $t for ${seconds}s"
   # shellcheck disable=SC2086  # FUZZ_FLAGS is a list of flags
   if ! "$build/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2048 \
       -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts/" ${FUZZ_FLAGS:-} \
-      "$corpus" "fuzz/corpus/$t" 2>"$build/fuzz-$t.log"; then
-    tail -n 60 "$build/fuzz-$t.log" >&2
-    echo "fuzz.sh: $t failed; the input is in $artifacts/ and the log in $build/fuzz-$t.log" >&2
-    failed+=("$t")
-    continue
+      "$corpus" "fuzz/corpus/$t" 2>"$log"; then
+    tail -n 60 "$log" >&2
+    echo "fuzz.sh: $t FAILED; the input is in $artifacts/ and the log in $log" >&2
+    return 1
   fi
   # The last status line (executions, coverage, features, corpus) and the final stats.
-  grep -E '^#[0-9]+' "$build/fuzz-$t.log" | tail -n 1
-  grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$build/fuzz-$t.log"
+  echo "== fuzz $t ${seconds}s: $(grep -E '^#[0-9]+' "$log" | tail -n 1)" \
+    "$(grep -E '^stat::(number_of_executed_units|peak_rss_mb)' "$log" | tr -s ' \n' ' ')"
+}
+
+# FUZZ_PARALLEL=N runs N targets at once (CI: one per core); each is one process and leaves its
+# verdict in $build/fuzz-TARGET.ok or .failed.
+parallel=${FUZZ_PARALLEL:-1}
+running=0
+for t in "${run[@]}"; do
+  if ((running >= parallel)); then
+    wait -n || true
+    running=$((running - 1))
+  fi
+  rm -f "$build/fuzz-$t.ok" "$build/fuzz-$t.failed"
+  echo "== fuzz $t for ${seconds}s"
+  (if run_one "$t"; then touch "$build/fuzz-$t.ok"; else touch "$build/fuzz-$t.failed"; fi) &
+  running=$((running + 1))
+done
+wait
+failed=()
+for t in "${run[@]}"; do
+  [ -f "$build/fuzz-$t.ok" ] || failed+=("$t")
 done
 if ((${#failed[@]})); then
   echo "fuzz.sh: failures in: ${failed[*]}" >&2
