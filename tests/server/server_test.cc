@@ -111,6 +111,13 @@ bool eventually(const std::function<bool()>& cond, double timeout_s) {
   return cond();
 }
 
+// ServerProcess::start returns at "listening on", before the model is attached: until then
+// generation routes answer 503 "loading". Start-up is quick in a Release build but takes seconds
+// under ThreadSanitizer, so tests that need a request to run at once wait for /health 200 first.
+bool ready(int port) {
+  return eventually([&] { return get(port, "/health", {}).status == 200; }, 60);
+}
+
 // The `data: ` payloads of an SSE body, in order; comment lines are skipped. Fails the test on
 // any other kind of line.
 std::vector<std::string> sse_data(const std::string& body) {
@@ -825,6 +832,7 @@ TEST_F(SlowServerTest, SigtermDrains) {
       server.start({*model_, "--threads", "1", "--kv-cache-mb", "64", "--drain-timeout", "60"}))
       << server.log();
   const int port = server.port();
+  ASSERT_TRUE(ready(port)) << server.log();
   constexpr int kTokens = 1500;
   Reply running;
   std::thread t([&] {
@@ -856,6 +864,7 @@ TEST_F(SlowServerTest, DrainTimeoutCancelsAndExits) {
       server.start({*model_, "--threads", "1", "--kv-cache-mb", "64", "--drain-timeout", "0.3"}))
       << server.log();
   const int port = server.port();
+  ASSERT_TRUE(ready(port)) << server.log();
   Reply running;
   std::thread t([&] {
     running = post(port, "/v1/completions",
