@@ -1,20 +1,46 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh Debian 12 machine: set-up, a warnings-as-errors Release build
-# and its tests, then the same tests built with AddressSanitizer (+ leak checks) and
-# UndefinedBehaviorSanitizer. SHRIKE_SKIP_SANITIZERS=1 runs the Release pass only.
+# The whole test suite on a fresh Debian 12 machine (CI runs this; budget: 30 minutes cold on 2
+# cores, see docs/FUZZING.md "CI time"):
+#   1. set-up, a warnings-as-errors Release build and its tests;
+#   2. the same tests built with AddressSanitizer (+ leak checks) and UndefinedBehaviorSanitizer;
+#   3. the threaded tests (thread pool, scheduler, engine, speculation, server) under
+#      ThreadSanitizer, building only those targets;
+#   4. each libFuzzer target for 30 s (scripts/fuzz.sh; FUZZ_SECONDS changes it).
+# SHRIKE_SKIP_SANITIZERS=1 runs step 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 jobs=$(nproc)
+step() { echo "== test.sh: $1 ($(date -u +%H:%M:%S), ${SECONDS}s so far)"; }
 
+step "Release build"
 scripts/build.sh -DSHRIKE_WERROR=ON
 (cd build && ctest --output-on-failure -j"$jobs" --timeout 900)
 
 if [ "${SHRIKE_SKIP_SANITIZERS:-0}" != 1 ]; then
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSHRIKE_WERROR=ON \
-    -DSHRIKE_BENCHMARKS=OFF \
-    -DCMAKE_CXX_FLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+  # -g1 (line tables; CMAKE_CXX_FLAGS_DEBUG, else Debug's own -g comes after it): sanitizer
+  # reports keep file:line, the build skips full debug info.
+  step "ASan + UBSan build"
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+    -DSHRIKE_WERROR=ON -DSHRIKE_BENCHMARKS=OFF \
+    -DCMAKE_CXX_FLAGS="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
     >/dev/null
   cmake --build build-asan -j"$jobs"
   (cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900)
+
+  # Only what has threads that share data: each test binary is a CTest label (its name).
+  step "ThreadSanitizer build"
+  tsan_tests=(core_test scheduler_test engine_test speculation_test constrained_engine_test
+              server_test)
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+    -DSHRIKE_WERROR=ON -DSHRIKE_BENCHMARKS=OFF -DCMAKE_CXX_FLAGS="-O1 -fsanitize=thread" >/dev/null
+  cmake --build build-tsan -j"$jobs" --target shrike "${tsan_tests[@]}"
+  labels=$(IFS='|'; echo "^(${tsan_tests[*]})\$")
+  # halt_on_error: a race fails the test even when it is in a server child process.
+  (cd build-tsan && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+    ctest --output-on-failure -j"$jobs" --timeout 900 -L "$labels")
+
+  step "fuzzing"
+  FUZZ_PARALLEL=$jobs scripts/fuzz.sh all "${FUZZ_SECONDS:-30}"
 fi
+step "done"
