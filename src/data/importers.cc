@@ -297,6 +297,10 @@ Json parse_json_file(const std::string& path, std::string& text) {
   } catch (const nlohmann::json::parse_error& e) {
     throw FileError(at(path, line_at(text, e.byte > 0 ? e.byte - 1 : 0)) + "invalid JSON (" +
                     e.what() + ")");
+  } catch (const nlohmann::json::exception& e) {
+    // Not a syntax error but still unreadable: a number too large for a double (out_of_range),
+    // found by fuzz/task_data. nlohmann gives no position for these.
+    throw FileError(path + ": invalid JSON (" + e.what() + ")");
   }
 }
 

@@ -472,5 +472,25 @@ TEST(RealDatasets, Xsid) {
   }
 }
 
+// Found by fuzz/task_data: a number too large for a double is not a JSON syntax error
+// (nlohmann throws out_of_range, not parse_error), and escaped the importers as a non-FileError.
+TEST_F(Importers, JsonNumberTooLargeIsAFileError) {
+  const std::string huge(400, '3');
+  const struct {
+    DatasetFormat format;
+    std::string file, text, split;
+  } cases[] = {
+      {DatasetFormat::Snips, "big_snips.json", "{\"A\": [" + huge + "]}", ""},
+      {DatasetFormat::Nlupp, "big_nlupp.json", "[" + huge + "]", ""},
+      {DatasetFormat::Clinc150, "big_clinc.json", "{\"train\": " + huge + "}", "train"},
+  };
+  for (const auto& c : cases) {
+    const std::string path = write(c.file, c.text);
+    const std::string message = import_error(c.format, path, c.split);
+    EXPECT_NE(message.find(path + ": invalid JSON"), std::string::npos) << message;
+    EXPECT_NE(message.find("number overflow"), std::string::npos) << message;
+  }
+}
+
 }  // namespace
 }  // namespace shrike::data
