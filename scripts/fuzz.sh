@@ -42,9 +42,10 @@ fi
 scripts/setup.sh
 jobs=$(nproc)
 build=${SHRIKE_FUZZ_BUILD:-build-fuzz}
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ \
-  -DSHRIKE_FUZZ=ON -DSHRIKE_TESTS=OFF -DSHRIKE_BENCHMARKS=OFF \
-  -DCMAKE_CXX_FLAGS="-O1 -g1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+# -g1 (line tables) through CMAKE_CXX_FLAGS_DEBUG: Debug's default -g would come after it.
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+  -DCMAKE_CXX_COMPILER=clang++ -DSHRIKE_FUZZ=ON -DSHRIKE_TESTS=OFF -DSHRIKE_BENCHMARKS=OFF \
+  -DCMAKE_CXX_FLAGS="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
   >/dev/null
 cmake --build "$build" -j"$jobs" --target $(printf 'fuzz_%s ' "${run[@]}")
 
