@@ -47,7 +47,9 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG
   -DCMAKE_CXX_COMPILER=clang++ -DSHRIKE_FUZZ=ON -DSHRIKE_TESTS=OFF -DSHRIKE_BENCHMARKS=OFF \
   -DCMAKE_CXX_FLAGS="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
   >/dev/null
-cmake --build "$build" -j"$jobs" --target $(printf 'fuzz_%s ' "${run[@]}")
+fuzzers=()
+for t in "${run[@]}"; do fuzzers+=("fuzz_$t"); done
+cmake --build "$build" -j"$jobs" --target "${fuzzers[@]}"
 
 # One target's run; its summary (or the failure and its log tail) is printed when it ends.
 run_one() {

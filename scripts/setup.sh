@@ -5,7 +5,8 @@
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
           nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libcpp-httplib-dev curl
-          libopenblas-dev prometheus)
+          libopenblas-dev prometheus
+          clang libclang-rt-14-dev)  # scripts/fuzz.sh: clang with libFuzzer and its sanitizers
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
