@@ -17,6 +17,7 @@ step() { echo "== test.sh: $1 ($(date -u +%H:%M:%S), ${SECONDS}s so far)"; }
 step "Release build"
 scripts/build.sh -DSHRIKE_WERROR=ON
 (cd build && ctest --output-on-failure -j"$jobs" --timeout 900)
+[ "${SHRIKE_SKIP_CROSS:-0}" = 1 ] || scripts/cross_aarch64.sh  # aarch64 NEON/golden/tokenizer tests under qemu
 
 if [ "${SHRIKE_SKIP_SANITIZERS:-0}" != 1 ]; then
   # -g1 (line tables; CMAKE_CXX_FLAGS_DEBUG, else Debug's own -g comes after it): sanitizer

@@ -13,10 +13,18 @@ namespace {
 bool supported(Isa isa) {
   const auto& f = cpu_features();
   switch (isa) {
-    case Isa::Scalar: return true;
-    case Isa::Avx2: return f.avx2;
-    case Isa::Avx512: return f.avx512;
-    case Isa::Avx512Vnni: return f.avx512_vnni;
+    case Isa::Scalar:
+      return true;
+    case Isa::Avx2:
+      return f.avx2;
+    case Isa::Avx512:
+      return f.avx512;
+    case Isa::Avx512Vnni:
+      return f.avx512_vnni;
+    case Isa::Neon:
+      return f.neon;
+    case Isa::NeonDot:
+      return f.neon_dotprod;
   }
   return false;
 }
@@ -39,25 +47,36 @@ std::atomic<Isa>& active() {
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
-    case Isa::Scalar: return "scalar";
-    case Isa::Avx2: return "avx2";
-    case Isa::Avx512: return "avx512";
-    case Isa::Avx512Vnni: return "avx512_vnni";
+    case Isa::Scalar:
+      return "scalar";
+    case Isa::Avx2:
+      return "avx2";
+    case Isa::Avx512:
+      return "avx512";
+    case Isa::Avx512Vnni:
+      return "avx512_vnni";
+    case Isa::Neon:
+      return "neon";
+    case Isa::NeonDot:
+      return "neon_dot";
   }
   return "unknown";
 }
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> out;
-  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni})
+  for (Isa isa : {Isa::Scalar, Isa::Avx2, Isa::Avx512, Isa::Avx512Vnni, Isa::Neon, Isa::NeonDot})
     if (supported(isa)) out.push_back(isa);
   return out;
 }
 
-Isa active_isa() { return active().load(std::memory_order_relaxed); }
+Isa active_isa() {
+  return active().load(std::memory_order_relaxed);
+}
 
 void set_active_isa(Isa isa) {
-  if (!supported(isa)) throw std::invalid_argument("ISA not supported here: " + std::string(isa_name(isa)));
+  if (!supported(isa))
+    throw std::invalid_argument("ISA not supported here: " + std::string(isa_name(isa)));
   active().store(isa);
 }
 

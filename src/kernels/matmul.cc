@@ -75,23 +75,25 @@ struct Scratch {
 
 bool isa_ok(Isa isa) {
   static const auto supported = [] {
-    bool ok[4] = {false, false, false, false};
-    for (Isa i : supported_isas()) ok[static_cast<int>(i)] = true;
-    return std::vector<bool>(ok, ok + 4);
+    std::vector<bool> ok(kIsaCount, false);
+    for (Isa i : supported_isas()) ok[size_t(static_cast<int>(i))] = true;
+    return ok;
   }();
   const int i = static_cast<int>(isa);
-  return i >= 0 && i < 4 && supported[size_t(i)];
+  return i >= 0 && i < kIsaCount && supported[size_t(i)];
 }
 
 const detail::IsaMatmul& isa_table(Isa isa) {
   if (!isa_ok(isa))
     throw std::invalid_argument("matmul: ISA not supported here: " + std::string(isa_name(isa)));
-  // Each entry is built the first time its ISA is used (the builder runs code of that ISA).
+  // Each entry is built the first time its ISA is used (the builder runs code of that ISA). Only
+  // the targets of the architecture we are built for exist (isa_ok() refused the others).
   switch (isa) {
     case Isa::Scalar: {
       static const detail::IsaMatmul t = detail::isa_matmul_scalar();
       return t;
     }
+#if defined(__x86_64__)
     case Isa::Avx2: {
       static const detail::IsaMatmul t = detail::isa_matmul_avx2();
       return t;
@@ -104,6 +106,18 @@ const detail::IsaMatmul& isa_table(Isa isa) {
       static const detail::IsaMatmul t = detail::isa_matmul_avx512vnni();
       return t;
     }
+#elif defined(__aarch64__)
+    case Isa::Neon: {
+      static const detail::IsaMatmul t = detail::isa_matmul_neon();
+      return t;
+    }
+    case Isa::NeonDot: {
+      static const detail::IsaMatmul t = detail::isa_matmul_neon_dot();
+      return t;
+    }
+#endif
+    default:
+      break;
   }
   throw std::invalid_argument("matmul: unknown ISA");
 }

@@ -89,5 +89,7 @@ IsaMatmul isa_matmul_scalar();
 IsaMatmul isa_matmul_avx2();
 IsaMatmul isa_matmul_avx512();
 IsaMatmul isa_matmul_avx512vnni();
+IsaMatmul isa_matmul_neon();
+IsaMatmul isa_matmul_neon_dot();
 
 }  // namespace shrike::kernels::detail

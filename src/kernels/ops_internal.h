@@ -1,5 +1,5 @@
 // Private interface between ops.cc (baseline ISA, dispatch and threading) and the per-ISA op
-// translation units (ops_avx2.cc, ops_avx512.cc, both built from ops_simd.inc). Plain
+// translation units (ops_avx2.cc, ops_avx512.cc, ops_neon.cc, all built from ops_simd.inc). Plain
 // declarations only; see matmul_internal.h for why.
 #pragma once
 
@@ -59,5 +59,6 @@ struct IsaOps {
 
 IsaOps isa_ops_avx2();
 IsaOps isa_ops_avx512();
+IsaOps isa_ops_neon();
 
 }  // namespace shrike::kernels::detail

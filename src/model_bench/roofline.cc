@@ -1,6 +1,8 @@
 #include "model_bench/roofline.h"
 
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -13,6 +15,7 @@
 namespace shrike::model_bench {
 namespace {
 
+#if defined(__x86_64__)
 // Sums 64-bit lanes with AVX2 loads, four independent accumulators so the loop is bound by
 // memory, not by add latency. Compiled for AVX2 only; called only when the CPU has it.
 __attribute__((target("avx2"))) uint64_t read_avx2(const uint8_t* p, size_t n) {
@@ -28,19 +31,27 @@ __attribute__((target("avx2"))) uint64_t read_avx2(const uint8_t* p, size_t n) {
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
+#endif
 
-uint64_t read_sse2(const uint8_t* p, size_t n) {
-  __m128i a0 = _mm_setzero_si128(), a1 = a0, a2 = a0, a3 = a0;
+// The same with 16-byte vectors in GCC's generic vector type: SSE2 on x86-64, NEON on aarch64.
+uint64_t read_vec128(const uint8_t* p, size_t n) {
+  typedef uint64_t U2 __attribute__((vector_size(16)));
+  U2 a0 = {0, 0}, a1 = a0, a2 = a0, a3 = a0;
   for (size_t i = 0; i + 64 <= n; i += 64) {
-    a0 = _mm_add_epi64(a0, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i)));
-    a1 = _mm_add_epi64(a1, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i + 16)));
-    a2 = _mm_add_epi64(a2, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i + 32)));
-    a3 = _mm_add_epi64(a3, _mm_load_si128(reinterpret_cast<const __m128i*>(p + i + 48)));
+    a0 += *reinterpret_cast<const U2*>(p + i);
+    a1 += *reinterpret_cast<const U2*>(p + i + 16);
+    a2 += *reinterpret_cast<const U2*>(p + i + 32);
+    a3 += *reinterpret_cast<const U2*>(p + i + 48);
   }
-  alignas(16) uint64_t lanes[2];
-  _mm_store_si128(reinterpret_cast<__m128i*>(lanes),
-                  _mm_add_epi64(_mm_add_epi64(a0, a1), _mm_add_epi64(a2, a3)));
-  return lanes[0] + lanes[1];
+  const U2 s = (a0 + a1) + (a2 + a3);
+  return s[0] + s[1];
+}
+
+uint64_t read_block(const uint8_t* p, size_t n) {
+#if defined(__x86_64__)
+  if (cpu_features().avx2) return read_avx2(p, n);
+#endif
+  return read_vec128(p, n);
 }
 
 }  // namespace
@@ -49,7 +60,6 @@ BandwidthResult measure_read_bandwidth(ThreadPool& pool, size_t bytes, int repea
   bytes = bytes / 4096 * 4096;
   AlignedBytes buf = aligned_alloc_bytes(bytes);
   std::memset(buf.get(), 1, bytes);  // touch every page so no fault is timed
-  const bool avx2 = cpu_features().avx2;
   std::vector<uint64_t> sink(size_t(pool.size()) * 8);
   std::vector<double> rates;
   for (int r = 0; r < repeats + 1; ++r) {
@@ -59,7 +69,7 @@ BandwidthResult measure_read_bandwidth(ThreadPool& pool, size_t bytes, int repea
       const size_t b = pages * size_t(i) / size_t(nt) * 4096;
       const size_t e = pages * size_t(i + 1) / size_t(nt) * 4096;
       const uint8_t* p = buf.get() + b;
-      sink[size_t(i) * 8] += avx2 ? read_avx2(p, e - b) : read_sse2(p, e - b);  // own cache line
+      sink[size_t(i) * 8] += read_block(p, e - b);  // own cache line
     });
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r > 0) rates.push_back(double(bytes) / s / 1e9);  // first pass warms up

@@ -3,7 +3,9 @@
 #include "core/dtype.h"
 
 #include <gtest/gtest.h>
+#if defined(__x86_64__)
 #include <immintrin.h>
+#endif
 
 #include <cmath>
 #include <cstring>
@@ -14,12 +16,44 @@
 namespace shrike {
 namespace {
 
+// The hardware's own conversions to compare with: F16C on x86-64 (with AVX2), FCVT on aarch64
+// (every armv8-a core has it; GCC's __fp16 compiles to it).
+#if defined(__x86_64__)
+bool have_hw_half() {
+  return cpu_features().avx2;
+}
 __attribute__((target("f16c"))) float hw_half_to_float(uint16_t h) {
   return _cvtsh_ss(h);
 }
 __attribute__((target("f16c"))) uint16_t hw_float_to_half(float f) {
   return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
 }
+#elif defined(__aarch64__)
+bool have_hw_half() {
+  return true;
+}
+float hw_half_to_float(uint16_t h) {
+  __fp16 x;
+  std::memcpy(&x, &h, 2);
+  return float(x);
+}
+uint16_t hw_float_to_half(float f) {
+  const __fp16 x = __fp16(f);
+  uint16_t h;
+  std::memcpy(&h, &x, 2);
+  return h;
+}
+#else
+bool have_hw_half() {
+  return false;
+}
+float hw_half_to_float(uint16_t) {
+  return 0.0f;
+}
+uint16_t hw_float_to_half(float) {
+  return 0;
+}
+#endif
 
 uint32_t bits(float f) {
   uint32_t u;
@@ -28,7 +62,7 @@ uint32_t bits(float f) {
 }
 
 TEST(Fp16, EveryHalfConvertsExactlyAsTheHardwareDoes) {
-  if (!cpu_features().avx2) GTEST_SKIP() << "SKIPPED: no F16C on this CPU to compare with";
+  if (!have_hw_half()) GTEST_SKIP() << "SKIPPED: no hardware half conversion to compare with";
   for (uint32_t h = 0; h < 65536; ++h) {
     const float mine = fp16_to_fp32(uint16_t(h)), hw = hw_half_to_float(uint16_t(h));
     if (std::isnan(hw)) {
@@ -41,7 +75,7 @@ TEST(Fp16, EveryHalfConvertsExactlyAsTheHardwareDoes) {
 }
 
 TEST(Fp16, FloatToHalfRoundsToNearestEvenLikeTheHardware) {
-  if (!cpu_features().avx2) GTEST_SKIP() << "SKIPPED: no F16C on this CPU to compare with";
+  if (!have_hw_half()) GTEST_SKIP() << "SKIPPED: no hardware half conversion to compare with";
   std::mt19937 rng(1);
   for (int i = 0; i < 2000000; ++i) {
     uint32_t u = rng();

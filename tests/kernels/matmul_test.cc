@@ -2,7 +2,9 @@
 #include "kernels/matmul.h"
 
 #include <gtest/gtest.h>
+#if defined(__x86_64__)
 #include <xmmintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +21,34 @@
 
 namespace shrike::kernels {
 namespace {
+
+// The calling thread's floating-point control register and its bit that makes subnormal inputs
+// read as zero: MXCSR.DAZ on x86-64, FPCR.FZ on aarch64 (which flushes results too).
+#if defined(__x86_64__)
+constexpr uint64_t kFlushSubnormals = 0x40;
+uint64_t fp_control() {
+  return _mm_getcsr();
+}
+void set_fp_control(uint64_t v) {
+  _mm_setcsr(unsigned(v));
+}
+#elif defined(__aarch64__)
+constexpr uint64_t kFlushSubnormals = uint64_t(1) << 24;
+uint64_t fp_control() {
+  uint64_t v;
+  __asm__ __volatile__("mrs %0, fpcr" : "=r"(v));
+  return v;
+}
+void set_fp_control(uint64_t v) {
+  __asm__ __volatile__("msr fpcr, %0" ::"r"(v));
+}
+#else
+constexpr uint64_t kFlushSubnormals = 0;  // no flushing mode known: both passes run unflushed
+uint64_t fp_control() {
+  return 0;
+}
+void set_fp_control(uint64_t) {}
+#endif
 
 struct Case {
   DType type;
@@ -271,8 +301,8 @@ TEST(MatmulDispatch, ActiveIsaMatchesExplicit) {
 // activations (powers of two, tiny to huge) each output is one weight times its row scale times
 // the activation, which the kernels must reproduce bit for bit: the f16 or f32 image of a code
 // is exact, the sums add zeros, powers of two scale without rounding, the row scale multiplies
-// once. Run normally, and with MXCSR.DAZ set on the calling thread (one thread), where the
-// decode kernel that reads e4m3 subnormals as f32 subnormals must not be used.
+// once. Run normally, and with subnormals flushed on the calling thread (one thread; MXCSR.DAZ,
+// FPCR.FZ), where the decode kernel that reads e4m3 subnormals as f32 subnormals must not be used.
 TEST(MatmulFp8, EveryCodeIsExactThroughEveryKernel) {
   std::vector<uint8_t> codes;
   for (int v = 0; v < 256; ++v)
@@ -287,9 +317,9 @@ TEST(MatmulFp8, EveryCodeIsExactThroughEveryKernel) {
   const PackedMatrix w =
       PackedMatrix::pack(DType::FP8_E4M3, rows, cols, file.data(), scales.data());
   const float powers[] = {1.0f, std::ldexp(1.0f, -100), std::ldexp(1.0f, 90)};
-  const unsigned csr = _mm_getcsr();
+  const uint64_t csr = fp_control();
   for (bool daz : {false, true}) {
-    _mm_setcsr(daz ? csr | 0x40 : csr);
+    set_fp_control(daz ? csr | kFlushSubnormals : csr);
     for (bool invariant : {false, true}) {
       for (int64_t n : {1, 3, 5, 17, 33}) {
         std::vector<float> x(size_t(n * cols), 0.0f), y(size_t(n * rows));
@@ -310,7 +340,7 @@ TEST(MatmulFp8, EveryCodeIsExactThroughEveryKernel) {
         }
       }
     }
-    _mm_setcsr(csr);
+    set_fp_control(csr);
   }
 }
 
