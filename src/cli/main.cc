@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   add("tokenize", "text to token ids, or ids to text", shrike::cli::add_tokenize);
   add("convert", "convert a Hugging Face model folder to GGUF", shrike::cli::add_convert);
   add("serve", "serve a model over an OpenAI-compatible HTTP API", shrike::cli::add_serve);
+#if !SHRIKE_EDGE_COMMANDS_ONLY  // the static edge build leaves out what needs outside libraries
   add("data", "generate or import intent/slot datasets", shrike::cli::add_data);
   add("tokenizer", "train a BPE tokenizer on a dataset", shrike::cli::add_tokenizer);
   add("train", "train a model on an intent/slot dataset", shrike::cli::add_train);
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   add("optimize",
       "build, serve and measure every optimisation stage of a task model: the staged report",
       [&](CLI::App& sub) { return shrike::cli::add_optimize(sub, argc, argv); });
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

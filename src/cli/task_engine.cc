@@ -7,7 +7,7 @@
 #include "constrain/constraint.h"
 #include "constrain/spec.h"
 #include "engine/engine.h"
-#include "train/task_eval.h"
+#include "train/task_prompt.h"
 
 namespace shrike::cli {
 

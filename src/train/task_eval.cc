@@ -7,10 +7,6 @@
 
 namespace shrike::train {
 
-std::vector<int32_t> encode_task_prompt(const tokenizer::Tokenizer& tok, const std::string& text) {
-  return tok.encode(data::task_prompt(text), /*add_bos=*/true);
-}
-
 TaskSequence encode_task(const tokenizer::Tokenizer& tok, const data::Example& ex) {
   TaskSequence s;
   s.tokens = encode_task_prompt(tok, ex.text);

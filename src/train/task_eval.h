@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "tokenizer/bpe_trainer.h"
 #include "tokenizer/tokenizer.h"
+#include "train/task_prompt.h"
 #include "train/transformer.h"
 
 namespace shrike::train {
@@ -23,8 +24,7 @@ struct TaskSequence {
   int64_t prompt_length = 0;
 };
 TaskSequence encode_task(const tokenizer::Tokenizer& tok, const data::Example& ex);
-// The prompt alone (BOS included), as inference feeds it.
-std::vector<int32_t> encode_task_prompt(const tokenizer::Tokenizer& tok, const std::string& text);
+// encode_task_prompt (the prompt alone, as inference feeds it) is in train/task_prompt.h.
 
 // BPE options for a task model's tokenizer: spaces and CJK characters stay single tokens (so a
 // slot value has the same tokens inside the utterance and in the JSON answer, which a small
