@@ -36,12 +36,17 @@ __attribute__((target("avx2"))) uint64_t read_avx2(const uint8_t* p, size_t n) {
 // The same with 16-byte vectors in GCC's generic vector type: SSE2 on x86-64, NEON on aarch64.
 uint64_t read_vec128(const uint8_t* p, size_t n) {
   typedef uint64_t U2 __attribute__((vector_size(16)));
+  auto load = [](const uint8_t* q) {  // one 16-byte load, without type-punning the buffer
+    U2 v;
+    __builtin_memcpy(&v, q, sizeof(v));
+    return v;
+  };
   U2 a0 = {0, 0}, a1 = a0, a2 = a0, a3 = a0;
   for (size_t i = 0; i + 64 <= n; i += 64) {
-    a0 += *reinterpret_cast<const U2*>(p + i);
-    a1 += *reinterpret_cast<const U2*>(p + i + 16);
-    a2 += *reinterpret_cast<const U2*>(p + i + 32);
-    a3 += *reinterpret_cast<const U2*>(p + i + 48);
+    a0 += load(p + i);
+    a1 += load(p + i + 16);
+    a2 += load(p + i + 32);
+    a3 += load(p + i + 48);
   }
   const U2 s = (a0 + a1) + (a2 + a3);
   return s[0] + s[1];
