@@ -10,21 +10,33 @@
 namespace shrike::kernels {
 namespace {
 
+// Which kernel units this build compiled (see src/kernels/CMakeLists.txt).
+#if SHRIKE_KERNELS_X86
+constexpr bool kX86 = true;
+#else
+constexpr bool kX86 = false;
+#endif
+#if SHRIKE_KERNELS_NEON
+constexpr bool kNeon = true;
+#else
+constexpr bool kNeon = false;
+#endif
+
 bool supported(Isa isa) {
   const auto& f = cpu_features();
   switch (isa) {
     case Isa::Scalar:
       return true;
     case Isa::Avx2:
-      return f.avx2;
+      return kX86 && f.avx2;
     case Isa::Avx512:
-      return f.avx512;
+      return kX86 && f.avx512;
     case Isa::Avx512Vnni:
-      return f.avx512_vnni;
+      return kX86 && f.avx512_vnni;
     case Isa::Neon:
-      return f.neon;
+      return kNeon && f.neon;
     case Isa::NeonDot:
-      return f.neon_dotprod;
+      return kNeon && f.neon_dotprod;
   }
   return false;
 }

@@ -93,7 +93,7 @@ const detail::IsaMatmul& isa_table(Isa isa) {
       static const detail::IsaMatmul t = detail::isa_matmul_scalar();
       return t;
     }
-#if defined(__x86_64__)
+#if SHRIKE_KERNELS_X86
     case Isa::Avx2: {
       static const detail::IsaMatmul t = detail::isa_matmul_avx2();
       return t;
@@ -106,7 +106,7 @@ const detail::IsaMatmul& isa_table(Isa isa) {
       static const detail::IsaMatmul t = detail::isa_matmul_avx512vnni();
       return t;
     }
-#elif defined(__aarch64__)
+#elif SHRIKE_KERNELS_NEON
     case Isa::Neon: {
       static const detail::IsaMatmul t = detail::isa_matmul_neon();
       return t;

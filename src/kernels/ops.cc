@@ -20,7 +20,7 @@ const detail::IsaOps* ops_for(Isa isa) {
   switch (isa) {
     case Isa::Scalar:
       return nullptr;
-#if defined(__x86_64__)
+#if SHRIKE_KERNELS_X86
     case Isa::Avx2: {
       static const detail::IsaOps t = detail::isa_ops_avx2();
       return &t;
@@ -30,7 +30,7 @@ const detail::IsaOps* ops_for(Isa isa) {
       static const detail::IsaOps t = detail::isa_ops_avx512();
       return &t;
     }
-#elif defined(__aarch64__)
+#elif SHRIKE_KERNELS_NEON
     // The element-wise and attention kernels have no int8 dot products: one NEON target.
     case Isa::Neon:
     case Isa::NeonDot: {
