@@ -17,6 +17,7 @@
 #include "constrain/constraint.h"
 #include "constrain/spec.h"
 #include "engine/engine.h"
+#include "engine/loaded_model.h"
 #include "engine/stream_output.h"
 #include "gguf/gguf.h"
 #include "model/synth.h"
@@ -49,17 +50,7 @@ Loaded make_synth(uint64_t seed) {
   const auto path = std::filesystem::temp_directory_path() /
                     ("shrike_constrained_engine_" + std::to_string(getpid()) + "_" +
                      std::to_string(seed) + ".gguf");
-  model::SynthOptions o;
-  o.dim = 64;
-  o.n_layers = 2;
-  o.n_heads = 4;
-  o.n_kv_heads = 2;
-  o.ffn_dim = 128;
-  o.vocab = 512;
-  o.context_length = 1024;
-  o.type = DType::F32;
-  o.seed = seed;
-  model::write_synth_model(o, path.string());
+  model::write_synth_model(test_util::tiny_synth_options(DType::F32, seed), path.string());
   Loaded m = load_gguf(path.string());
   std::filesystem::remove(path);
   return m;

@@ -21,6 +21,7 @@
 #include "constrain/spec.h"
 #include "constrain/validity_cases.h"
 #include "engine/engine.h"
+#include "engine/loaded_model.h"
 #include "engine/stream_output.h"
 #include "gguf/gguf.h"
 #include "model/synth.h"
@@ -52,25 +53,10 @@ struct Served {
 
 const Served& served() {
   static const Served s = [] {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("shrike_constrained_validity_" + std::to_string(getpid()) + ".gguf");
-    model::SynthOptions o;
-    o.dim = 64;
-    o.n_layers = 2;
-    o.n_heads = 4;
-    o.n_kv_heads = 2;
-    o.ffn_dim = 128;
-    o.vocab = 512;
-    o.context_length = 1024;
-    o.type = DType::Q8_0;
-    o.seed = 23;
-    model::write_synth_model(o, path.string());
-    Served m;
-    m.model = model::load_model(path.string());
-    m.tok = std::make_unique<tokenizer::Tokenizer>(
-        tokenizer::vocab_from_gguf(gguf::GgufFile::open(path.string())));
+    test_util::Loaded l = test_util::load_synth(test_util::tiny_synth_options(DType::Q8_0, 23),
+                                                "constrained_validity");
+    Served m{std::move(l.model), std::move(l.tok), nullptr};
     m.vocab = constrain::TokenVocab::from_tokenizer(*m.tok);
-    std::filesystem::remove(path);
     return m;
   }();
   return s;
