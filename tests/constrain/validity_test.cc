@@ -35,16 +35,6 @@ namespace {
 using ojson = nlohmann::ordered_json;
 constexpr const char* kVocabFile = "reference/tokenizers/ggml-vocab-llama-spm.gguf";
 
-int samples_per_constraint() {
-  // Sanitizer builds are ~10x slower; the acceptance count runs in the normal build.
-#if defined(SHRIKE_SANITIZED) || defined(__SANITIZE_ADDRESS__)
-  return 100;
-#else
-  if (std::getenv("SHRIKE_SANITIZED")) return 100;
-  return 1000;
-#endif
-}
-
 using namespace validity;  // the cases and validators (validity_cases.h)
 
 // ---- generation through the masks ----
@@ -165,7 +155,7 @@ std::shared_ptr<const TokenVocab>* Validity::vocab_ = nullptr;
 
 TEST_F(Validity, JsonSchemas) {
   REQUIRE_VOCAB();
-  const int n = samples_per_constraint();
+  const int n = validity::outputs_per_constraint();
   for (const std::string& text : schemas()) {
     const ojson schema = ojson::parse(text);
     run(
@@ -186,7 +176,7 @@ TEST_F(Validity, JsonSchemas) {
 
 TEST_F(Validity, Regexes) {
   REQUIRE_VOCAB();
-  const int n = samples_per_constraint();
+  const int n = validity::outputs_per_constraint();
   for (const std::string& p : regexes())
     run(
         "regex " + p, regex_automaton(p),
@@ -195,7 +185,7 @@ TEST_F(Validity, Regexes) {
 
 TEST_F(Validity, Choices) {
   REQUIRE_VOCAB();
-  const int n = samples_per_constraint();
+  const int n = validity::outputs_per_constraint();
   for (const auto& list : choice_lists()) {
     const std::set<std::string> set(list.begin(), list.end());
     run(

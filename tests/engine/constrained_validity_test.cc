@@ -35,16 +35,6 @@ using ojson = nlohmann::ordered_json;
 using namespace std::chrono_literals;
 namespace validity = constrain::validity;
 
-int answers_per_constraint() {
-  // Sanitizer builds are ~10x slower; the acceptance count runs in the normal build.
-#if defined(SHRIKE_SANITIZED) || defined(__SANITIZE_ADDRESS__)
-  return 100;
-#else
-  if (std::getenv("SHRIKE_SANITIZED")) return 100;
-  return 1000;
-#endif
-}
-
 struct Served {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<tokenizer::Tokenizer> tok;
@@ -66,7 +56,7 @@ const Served& served() {
 template <class Valid>
 void check_answers(const std::string& name, const ConstraintSpec& spec, Valid valid) {
   const Served& m = served();
-  const int n = answers_per_constraint();
+  const int n = validity::outputs_per_constraint();
   EngineConfig c;
   c.threads = 1;  // validity needs no parallelism; ctest runs binaries side by side
   c.scheduler.max_seqs = 64;

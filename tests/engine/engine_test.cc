@@ -30,23 +30,8 @@ using test_util::Loaded;
 
 // A small model with a 1024-token context (prompts up to 500 tokens plus output).
 Loaded make_synth(DType type) {
-  const auto path =
-      std::filesystem::temp_directory_path() / ("shrike_engine_test_" + std::to_string(getpid()) +
-                                                "_" + std::string(dtype_name(type)) + ".gguf");
-  model::SynthOptions o;
-  o.dim = 64;
-  o.n_layers = 2;
-  o.n_heads = 4;
-  o.n_kv_heads = 2;
-  o.ffn_dim = 128;
-  o.vocab = 512;
-  o.context_length = 1024;
-  o.type = type;
-  o.seed = 5;
-  model::write_synth_model(o, path.string());
-  Loaded m = load_gguf(path.string());
-  std::filesystem::remove(path);
-  return m;
+  return test_util::load_synth(test_util::tiny_synth_options(type, 5),
+                               "engine_test_" + std::string(dtype_name(type)));
 }
 
 const Loaded& synth_f32() {
