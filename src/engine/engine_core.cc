@@ -89,6 +89,10 @@ bool EngineCore::admit() {
     std::lock_guard lock(inbox_.mu);
     if (inbox_.stop) return false;
     arrived.swap(inbox_.incoming);
+    // submit() bounds the queue by incoming + waiting: count these as waiting now, under the
+    // same lock, or a submit between this swap and the next publish() sees them nowhere and
+    // lets the queue grow past max_queue. publish() stores the scheduler's exact count later.
+    status_.waiting.fetch_add(int64_t(arrived.size()));
   }
   for (auto& in : arrived) {
     auto r =

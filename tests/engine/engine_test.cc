@@ -361,10 +361,12 @@ TEST(Engine, DeadlineEndsARequestWithWhatItHas) {
   const auto& m = synth_f32();
   Engine e(*m.model, *m.tok, config());
   auto r = greedy_request(std::vector<int32_t>(50, 9), 900);
-  // Short enough that 900 tokens cannot fit in it: this tiny model decodes a token in tens of
-  // microseconds on a quiet machine (50 ms once let all 900 finish). Passing before the first
-  // step is fine too: the request then ends with no tokens.
-  r.deadline = Clock::now() + 2ms;
+  // A deadline a third of the time the whole request takes here, so 900 tokens cannot fit in
+  // it whatever the core's speed (a fixed 2 ms could let all 900 finish on a fast core). Passing
+  // before the first step is fine too: the request then ends with no tokens.
+  const auto start = Clock::now();
+  EXPECT_EQ(collect(*e.submit(r).stream).last.finish_reason, FinishReason::Length);
+  r.deadline = Clock::now() + (Clock::now() - start) / 3;
   const auto out = collect(*e.submit(r).stream);
   EXPECT_EQ(out.last.finish_reason, FinishReason::Deadline);
   EXPECT_LT(out.last.completion_tokens, 900);
