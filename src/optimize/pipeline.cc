@@ -16,6 +16,7 @@
 #include "core/file_buffer.h"
 #include "data/example.h"
 #include "data/task_format.h"
+#include "gguf/gguf.h"
 #include "optimize/artefact_cache.h"
 #include "optimize/measure.h"
 #include "optimize/process.h"
@@ -91,6 +92,14 @@ nlohmann::json read_json(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw FileError(path + ": not JSON: " + e.what());
   }
+}
+
+// The number of tokens in a model's vocabulary (its tokenizer.ggml.tokens).
+int64_t vocab_size_of(const std::string& model) {
+  const gguf::GgufFile f = gguf::GgufFile::open(model);
+  const gguf::Value* tokens = f.find("tokenizer.ggml.tokens");
+  if (!tokens) throw FileError(model + ": no tokenizer.ggml.tokens (a model without a vocabulary)");
+  return int64_t(tokens->array_size);
 }
 
 double jnum(const nlohmann::json& j, const char* key) {
@@ -242,6 +251,20 @@ Report run_optimize(const OptimizeOptions& o) {
   }
   const std::string student_q8 = out + "/student-q8_0.gguf";
   quantize("student INT8", student, student_q8);
+  // The student with only the tokens the task's prompts and answers use (training and dev
+  // texts as the task formats them; byte fallbacks keep any other text encodable).
+  const std::string trimmed = out + "/student-trimmed.gguf";
+  run.build("student, vocabulary trimmed", trimmed,
+            run.cmd({"trim-vocab", student_q8, "-o", trimmed, "--keep-from", d + "/train.jsonl",
+                     "--keep-from", d + "/dev.jsonl"}),
+            {student_q8, d + "/train.jsonl", d + "/dev.jsonl"}, kBuildTimeout);
+  const int64_t vocab_full = vocab_size_of(student_q8), vocab_trimmed = vocab_size_of(trimmed);
+  report.vocab_before = vocab_full;
+  report.vocab_after = vocab_trimmed;
+  const bool use_trimmed = trim_worthwhile(vocab_full, vocab_trimmed);
+  run.say("vocabulary: " + std::to_string(vocab_full) + " -> " + std::to_string(vocab_trimmed) +
+          " tokens after trimming" +
+          (use_trimmed ? "" : " (under 10% fewer: stage 5 serves the untrimmed student)"));
   auto model_path = [&](StageModel m) {
     switch (m) {
       case StageModel::Teacher:
@@ -250,6 +273,8 @@ Report run_optimize(const OptimizeOptions& o) {
         return teacher_q8;
       case StageModel::StudentInt8:
         return student_q8;
+      case StageModel::StudentInt8Trimmed:
+        return trimmed;
     }
     return teacher;
   };
@@ -290,7 +315,14 @@ Report run_optimize(const OptimizeOptions& o) {
   measure.probe_growth = o.probe_growth;
   measure.say = [&run](const std::string& line) { run.say(line); };
 
-  const std::vector<Stage> stages = default_stages(o.static_batch);
+  std::vector<Stage> stages = default_stages(o.static_batch);
+  for (Stage& st : stages)
+    if (st.model == StageModel::StudentInt8Trimmed && !use_trimmed) {
+      st.model = StageModel::StudentInt8;
+      st.name = "+ the task's output schema with jump-forward (vocabulary trimming skipped: " +
+                std::to_string(vocab_full) + " -> " + std::to_string(vocab_trimmed) +
+                " tokens, the model's vocabulary is already the task's)";
+    }
   const StageResult* previous = nullptr;
   const Stage* last_available = nullptr;  // the sample request goes to it
   for (const Stage& st : stages)
@@ -386,6 +418,9 @@ Report run_optimize(const OptimizeOptions& o) {
       "static batch forms, from a pool sized for max_seqs full contexts.",
       "Queue wait P99 is the upper bound of the server's shrike_queue_wait_seconds histogram "
       "bucket (between scrapes before and after the common-rate run).",
+      "The lean path (fused QKV and gate/up products, attention inline for short contexts, "
+      "threads only where a product is large enough) is how the engine computes: every stage "
+      "has it, so it is not a stage of its own.",
       "Load average at the end: " + read_text("/proc/loadavg").substr(0, 4) +
           " (latencies on a loaded machine are pessimistic)."};
   // A feature a stage asks for but its server turned off is said, not hidden.

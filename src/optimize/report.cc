@@ -243,6 +243,9 @@ std::string render_markdown(const Report& r) {
        r.data_dir + "/test.jsonl in order, as the task prompt, greedy, max_tokens " +
        std::to_string(r.max_tokens) + "\n";
   o += "- teacher: " + r.teacher_origin + "\n";
+  if (r.vocab_before > 0)
+    o += "- vocabulary: " + std::to_string(r.vocab_before) + " tokens, " +
+         std::to_string(r.vocab_after) + " after `shrike trim-vocab` to the task's texts\n";
   o += "- latency budget " + fmt(r.budget_ms, "%g") + " ms end to end, " + pct(r.target) +
        " of requests within it; open loop: gamma arrivals, burstiness " + fmt(r.burstiness, "%g") +
        "; common rate " + fmt(r.common_rate, "%.2f") + " req/s\n";
@@ -355,6 +358,8 @@ nlohmann::json render_json(const Report& r) {
                       {"machine", r.machine},
                       {"data_dir", r.data_dir},
                       {"teacher", r.teacher_origin},
+                      {"vocab_before_trim", r.vocab_before},
+                      {"vocab_after_trim", r.vocab_after},
                       {"budget_ms", r.budget_ms},
                       {"target", r.target},
                       {"burstiness", r.burstiness},

@@ -41,7 +41,8 @@ struct Report {
   std::string command, machine, data_dir, teacher_origin;
   double budget_ms = 100, burstiness = 0.3, target = 0.99, common_rate = 0;
   int test_requests = 0, max_tokens = 0;
-  int probe_repeats = 3;  // rate-search runs per probed rate at most
+  int probe_repeats = 3;                      // rate-search runs per probed rate at most
+  int64_t vocab_before = 0, vocab_after = 0;  // the student's vocabulary, before/after trim-vocab
   double wall_s = 0;
   std::vector<StageResult> stages;
   std::vector<std::string> notes;

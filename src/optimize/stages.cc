@@ -12,6 +12,8 @@ const char* stage_model_name(StageModel m) {
       return "teacher, q8_0 gptq (noisy calibration)";
     case StageModel::StudentInt8:
       return "pruned + distilled student, q8_0 gptq (noisy calibration)";
+    case StageModel::StudentInt8Trimmed:
+      return "pruned + distilled student, q8_0 gptq (noisy calibration), vocabulary trimmed";
   }
   return "?";
 }
@@ -46,11 +48,15 @@ std::vector<Stage> default_stages(int static_batch) {
       {3, "+ speculative decoding (prompt lookup)", true, "", StageModel::StudentInt8, spec},
       {4, "+ continuous batching, paged KV, prefix cache", true, "", StageModel::StudentInt8,
        continuous},
-      {5,
-       "+ the task's output schema with jump-forward (vocabulary trimming and the lean path are "
-       "not in the pipeline yet)",
-       true, "", StageModel::StudentInt8, schema, /*task_schema=*/true},
+      // The pipeline serves the trimmed student here only when trimming shrinks its vocabulary
+      // (trim_worthwhile()); a model trained with its own task BPE already has the task's.
+      {5, "+ vocabulary trimmed to the task, the task's output schema with jump-forward", true, "",
+       StageModel::StudentInt8Trimmed, schema, /*task_schema=*/true},
   };
+}
+
+bool trim_worthwhile(int64_t vocab_before, int64_t vocab_after) {
+  return vocab_after > 0 && vocab_after * 10 <= vocab_before * 9;
 }
 
 std::vector<std::string> option_diff(const std::map<std::string, std::string>& before,

@@ -5,6 +5,7 @@
 // that builds it).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,8 +14,8 @@ namespace shrike::optimize {
 
 // The models the pipeline builds (pipeline.cc): the full-precision teacher, the teacher with
 // INT8 weights calibrated on noisy traffic, the pruned and distilled student with the same
-// quantisation.
-enum class StageModel { Teacher, TeacherInt8, StudentInt8 };
+// quantisation, and that student with its vocabulary trimmed to the task's tokens.
+enum class StageModel { Teacher, TeacherInt8, StudentInt8, StudentInt8Trimmed };
 const char* stage_model_name(StageModel m);
 
 struct Stage {
@@ -32,6 +33,11 @@ struct Stage {
 // Stages 0..5 as the issue defines them. static_batch: static batch size (and max_seqs of all
 // stages, so only the batching mode changes between them).
 std::vector<Stage> default_stages(int static_batch);
+
+// Whether trimming a vocabulary of `vocab_before` tokens to `vocab_after` is worth serving the
+// trimmed model in stage 5: at least 10% fewer tokens. Otherwise stage 5 serves the untrimmed
+// student (and the report says why).
+bool trim_worthwhile(int64_t vocab_before, int64_t vocab_after);
 
 // What differs between two stages' effective serving options (as their servers reported them):
 // "key: old -> new", "key: new (added)", "key: removed (was old)", in key order. Keys listed in

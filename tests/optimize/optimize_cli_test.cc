@@ -57,6 +57,18 @@ TEST_F(OptimizeCli, MeasuresEveryAvailableStageAndCachesModels) {
   EXPECT_EQ(st[4]["serving_options"]["task_schema"], "off");
   EXPECT_EQ(st[5]["serving_options"]["task_schema"], "on");
   EXPECT_EQ(st[5]["serving_options"]["jump_forward"], "on");
+  // Stage 5 serves the trimmed student only when trimming cut the vocabulary by 10% or more,
+  // and says which it did.
+  const int64_t vocab = j.at("vocab_before_trim"), trimmed = j.at("vocab_after_trim");
+  EXPECT_GT(vocab, 0);
+  EXPECT_GT(trimmed, 0);
+  EXPECT_LE(trimmed, vocab);
+  EXPECT_TRUE(fs::exists(path("out/student-trimmed.gguf")));
+  const std::string five = st[5]["name"];
+  if (trimmed * 10 <= vocab * 9)
+    EXPECT_NE(five.find("vocabulary trimmed"), std::string::npos) << five;
+  else
+    EXPECT_NE(five.find("vocabulary trimming skipped"), std::string::npos) << five;
   // What the servers themselves reported.
   EXPECT_EQ(st[0]["serving_options"]["kv_type"], "f32");
   EXPECT_EQ(st[0]["serving_options"]["batching"], "static");

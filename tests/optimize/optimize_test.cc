@@ -70,6 +70,16 @@ TEST(Stages, TableMarksUnavailableStagesAndChangesOneThingAtATime) {
   std::sort(four.begin(), four.end());
   EXPECT_EQ(five, four);
   EXPECT_TRUE(stages[5].task_schema);
+  // Stage 5's model is stage 4's with its vocabulary trimmed (when that is worth it).
+  EXPECT_EQ(stages[5].model, StageModel::StudentInt8Trimmed);
+}
+
+TEST(Stages, TrimmingIsWorthAStageFromTenPercentFewerTokens) {
+  EXPECT_TRUE(trim_worthwhile(32000, 1200));
+  EXPECT_TRUE(trim_worthwhile(1000, 900));
+  EXPECT_FALSE(trim_worthwhile(1000, 901));
+  EXPECT_FALSE(trim_worthwhile(2890, 2886));  // the demo's own task BPE
+  EXPECT_FALSE(trim_worthwhile(1000, 0));     // nothing kept: something went wrong
 }
 
 TEST(Stages, OptionDiffListsChangedAddedRemovedAndSkipsIgnored) {
