@@ -8,7 +8,7 @@
 #   scripts/demo.sh [--full] [OUT_DIR]     (default runs/demo)
 #
 # Default: preset small, 4 epochs on 8000 examples, 2 distillation epochs
-# (~20 min on 2 cores from a fresh clone, build included; a rerun reuses the models in OUT_DIR).
+# (~9 min on 2 cores from a fresh clone, build included; a rerun, reusing the models in OUT_DIR, ~4).
 # --full: the full-size teacher (preset base, 5 epochs on 20000 examples, every test example).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
