@@ -3,16 +3,22 @@
 // e.g. a speculative-decoding draft) on
 // alpha * KL(teacher || student at temperature) + (1 - alpha) * cross-entropy on the labels,
 // optionally on teacher-labelled extra utterances, then optionally fine-tunes on the labels.
+// With --teacher-samples N instead of --data, the text is the teacher's own: N sequences sampled
+// from BOS (a draft for a model whose training text is not at hand, e.g. stories260K), every
+// position carrying the loss.
+#include <chrono>
 #include <cstdio>
 
 #include "cli/commands.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
 #include "data/task_scores.h"
+#include "model/model.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/presets.h"
 #include "train/task_eval.h"
+#include "train/teacher_samples.h"
 #include "train/trainer.h"
 
 namespace shrike::cli {
@@ -20,6 +26,8 @@ namespace {
 
 struct DistillArgs {
   std::string teacher, student, student_preset, data, dev, unlabeled, out;
+  train::ShapeOverrides shape;                      // of a --student-preset student
+  train::TeacherSampleOptions samples{.count = 0};  // count > 0: train on the teacher's samples
   train::TrainOptions opt;
   int64_t finetune_epochs = 0;
   double finetune_lr = 2e-4;
@@ -30,11 +38,58 @@ void report(const char* stage, const train::EpochReport& r) {
   std::fprintf(stderr, "%s %s\n", stage, train::describe(r).c_str());
 }
 
+// The teacher's own samples as the text, the file's model (as served, any weight type) drawing
+// them; then the usual loss on every position.
+int distill_on_samples(const DistillArgs& a, const train::TrainableFile& teacher,
+                       train::TrainableFile& student, ThreadPool& pool) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto served = model::load_model(a.teacher);
+  train::TeacherSampleOptions so = a.samples;
+  so.seed = a.opt.seed;
+  const auto samples = train::sample_from_teacher(*served, so, pool);
+  int64_t tokens = 0;
+  for (const auto& s : samples) tokens += int64_t(s.size());
+  std::fprintf(stderr,
+               "distill: %zu teacher samples (temperature %.2f, up to %lld tokens), %lld tokens, "
+               "%.1f s\n",
+               samples.size(), double(a.samples.temperature), (long long)a.samples.length,
+               (long long)tokens,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const auto seqs = train::next_token_sequences(samples);
+  train::OptimizerState state;
+  train::train_sequences(*student.model, student.vocab, seqs, a.opt, state, pool, {},
+                         [](const train::EpochReport& r) { report("distill", r); });
+  if (a.finetune_epochs > 0) {
+    train::TrainOptions ft = a.opt;
+    ft.teacher = nullptr;
+    ft.epochs = a.finetune_epochs;
+    ft.lr = a.finetune_lr;
+    ft.seed = a.opt.seed + 1;
+    train::OptimizerState ft_state;
+    train::train_sequences(*student.model, student.vocab, seqs, ft, ft_state, pool, {},
+                           [](const train::EpochReport& r) { report("fine-tune", r); });
+  }
+  const auto& task = student.task ? student.task : teacher.task;
+  train::save_model(*student.model, student.vocab, a.opt.model_name, a.out, nullptr,
+                    task ? &*task : nullptr);
+  std::fprintf(stderr, "distill: wrote %s\n", a.out.c_str());
+  return 0;
+}
+
 int run_distill(DistillArgs a) {
+  if (a.student_preset.empty() &&
+      (a.shape.dim || a.shape.layers || a.shape.heads || a.shape.kv_heads || a.shape.ffn))
+    throw std::invalid_argument(
+        "distill: --dim, --layers, --heads, --kv-heads and --ffn shape a --student-preset "
+        "student, not a --student file");
+  if (a.samples.count > 0 && (!a.dev.empty() || !a.unlabeled.empty()))
+    throw std::invalid_argument(
+        "distill: --dev and --unlabeled are task data; --teacher-samples trains on plain text");
   train::TrainableFile teacher = train::load_trainable(a.teacher);
   train::TrainableFile student;
   if (!a.student_preset.empty()) {
-    const model::ModelConfig c = train::student_config(a.student_preset, teacher.model->config());
+    const model::ModelConfig c =
+        train::student_config(a.student_preset, teacher.model->config(), a.shape);
     student.model = std::make_unique<train::Transformer<float>>(c);
     student.model->init_random(a.opt.seed);
     student.vocab = teacher.vocab;
@@ -52,6 +107,9 @@ int run_distill(DistillArgs a) {
     throw std::invalid_argument("distill: teacher and student have different tokenizers");
   const tokenizer::Tokenizer tok(student.vocab);
   ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
+  a.opt.teacher = teacher.model.get();
+  a.opt.model_name = "shrike-distilled";
+  if (a.samples.count > 0) return distill_on_samples(a, teacher, student, pool);
   auto train_set = data::read_examples(a.data);
   const auto dev_set = a.dev.empty() ? std::vector<data::Example>{} : data::read_examples(a.dev);
 
@@ -73,8 +131,6 @@ int run_distill(DistillArgs a) {
                  (long long)used, extra.size());
   }
 
-  a.opt.teacher = teacher.model.get();
-  a.opt.model_name = "shrike-distilled";
   train::OptimizerState state;
   train::train_task(*student.model, tok, train_set, dev_set, a.opt, state, pool,
                     [](const train::EpochReport& r) { report("distill", r); });
@@ -112,7 +168,32 @@ Runner add_distill(CLI::App& app) {
   auto* group = app.add_option_group("student");
   group->add_options(student, preset);
   group->require_option(1);
-  app.add_option("--data", a->data, "labelled examples (JSONL)")->required();
+  auto* data = app.add_option("--data", a->data, "labelled examples (JSONL)");
+  auto* samples = app.add_option("--teacher-samples", a->samples.count,
+                                 "or train on this many sequences sampled from the teacher "
+                                 "(from BOS; for a model without task data, e.g. a draft)")
+                      ->check(CLI::Range(int64_t(1), int64_t(1) << 24));
+  auto* text = app.add_option_group("text");
+  text->add_options(data, samples);
+  text->require_option(1);
+  app.add_option("--sample-len", a->samples.length,
+                 "with --teacher-samples: tokens per sample at most (default 256)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20))
+      ->needs(samples);
+  app.add_option("--sample-temp", a->samples.temperature,
+                 "with --teacher-samples: sampling temperature (default 1)")
+      ->check(CLI::Range(0.05, 10.0))
+      ->needs(samples);
+  app.add_option("--dim", a->shape.dim, "with --student-preset: override its width")
+      ->check(CLI::Range(8, 1 << 16));
+  app.add_option("--layers", a->shape.layers, "with --student-preset: its layer count")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--heads", a->shape.heads, "with --student-preset: its head count")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--kv-heads", a->shape.kv_heads, "with --student-preset: its KV head count")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--ffn", a->shape.ffn, "with --student-preset: its FFN width")
+      ->check(CLI::Range(8, 1 << 20));
   app.add_option("--dev", a->dev, "dev examples (JSONL): accuracy after each epoch");
   app.add_option("--unlabeled", a->unlabeled, "extra utterances (JSONL) labelled by the teacher");
   app.add_option("--alpha", a->opt.alpha, "weight of the KL term")->check(CLI::Range(0.0, 1.0));
@@ -128,7 +209,9 @@ Runner add_distill(CLI::App& app) {
       ->check(CLI::Range(16, 1 << 20));
   app.add_option("--dev-limit", a->opt.dev_limit, "dev examples decoded per epoch")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--seed", a->opt.seed, "shuffling (and a fresh student's initialisation) seed");
+  app.add_option(
+      "--seed", a->opt.seed,
+      "shuffling (and a fresh student's initialisation, and the teacher's samples) seed");
   app.add_option("-t,--threads", a->threads, "threads (default: all cores)");
   app.add_flag("!--no-progress", a->opt.progress, "no progress line");
   app.add_option("-o,--output", a->out, "distilled model GGUF")->required();

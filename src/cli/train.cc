@@ -25,7 +25,8 @@ struct TrainArgs {
   int threads = 0;
   bool resume = false;
   // Overrides of the preset's shape (0: the preset's value).
-  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0, context = 0;
+  train::ShapeOverrides shape;
+  int64_t context = 0;
 };
 
 int run_train(TrainArgs a) {
@@ -51,14 +52,8 @@ int run_train(TrainArgs a) {
       vocab = train::train_task_tokenizer(train_set, train::task_tokenizer_options(a.vocab_size));
     }
     model::ModelConfig c = train::preset_config(a.preset, vocab.size());
-    if (a.dim > 0) c.dim = a.dim;
-    if (a.layers > 0) c.n_layers = a.layers;
-    if (a.heads > 0) c.n_heads = a.heads;
-    if (a.kv_heads > 0) c.n_kv_heads = a.kv_heads;
-    if (a.ffn > 0) c.ffn_dim = a.ffn;
     if (a.context > 0) c.context_length = a.context;
-    c.head_dim = c.rope_dims = c.n_heads > 0 ? c.dim / c.n_heads : 0;
-    c.validate();
+    train::apply_shape(c, a.shape);
     c.bos_id = vocab.bos_id;
     c.eos_id = vocab.eos_id;
     model = std::make_unique<train::Transformer<float>>(c);
@@ -95,14 +90,16 @@ Runner add_train(CLI::App& app) {
   app.add_option("--preset", a->preset,
                  "model size (draft: a speculative-decoding draft; pass the target's --tokenizer)")
       ->check(CLI::IsMember({"tiny", "small", "base", "draft"}));
-  app.add_option("--dim", a->dim, "override the preset's width")->check(CLI::Range(8, 1 << 16));
-  app.add_option("--layers", a->layers, "override the preset's layer count")
+  app.add_option("--dim", a->shape.dim, "override the preset's width")
+      ->check(CLI::Range(8, 1 << 16));
+  app.add_option("--layers", a->shape.layers, "override the preset's layer count")
       ->check(CLI::Range(1, 256));
-  app.add_option("--heads", a->heads, "override the preset's head count")
+  app.add_option("--heads", a->shape.heads, "override the preset's head count")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--kv-heads", a->kv_heads, "override the preset's KV head count")
+  app.add_option("--kv-heads", a->shape.kv_heads, "override the preset's KV head count")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--ffn", a->ffn, "override the preset's FFN width")->check(CLI::Range(8, 1 << 20));
+  app.add_option("--ffn", a->shape.ffn, "override the preset's FFN width")
+      ->check(CLI::Range(8, 1 << 20));
   app.add_option("--context", a->context, "override the preset's context length (256)")
       ->check(CLI::Range(16, 1 << 20));
   app.add_option("--tokenizer", a->tokenizer,

@@ -25,8 +25,20 @@ model::ModelConfig preset_config(const std::string& preset, int64_t vocab_size) 
   return c;
 }
 
-model::ModelConfig student_config(const std::string& preset, const model::ModelConfig& teacher) {
-  const model::ModelConfig shape = preset_config(preset, teacher.vocab_size);
+void apply_shape(model::ModelConfig& c, const ShapeOverrides& o) {
+  if (o.dim > 0) c.dim = o.dim;
+  if (o.layers > 0) c.n_layers = o.layers;
+  if (o.heads > 0) c.n_heads = o.heads;
+  if (o.kv_heads > 0) c.n_kv_heads = o.kv_heads;
+  if (o.ffn > 0) c.ffn_dim = o.ffn;
+  c.head_dim = c.rope_dims = c.n_heads > 0 ? c.dim / c.n_heads : 0;
+  c.validate();
+}
+
+model::ModelConfig student_config(const std::string& preset, const model::ModelConfig& teacher,
+                                  const ShapeOverrides& o) {
+  model::ModelConfig shape = preset_config(preset, teacher.vocab_size);
+  apply_shape(shape, o);
   model::ModelConfig c = teacher;
   c.dim = shape.dim, c.n_layers = shape.n_layers, c.n_heads = shape.n_heads;
   c.n_kv_heads = shape.n_kv_heads, c.head_dim = shape.head_dim, c.ffn_dim = shape.ffn_dim;

@@ -16,10 +16,18 @@ namespace shrike::train {
 // std::invalid_argument for another name.
 model::ModelConfig preset_config(const std::string& preset, int64_t vocab_size);
 
-// A fresh student for distillation: the preset's shape, everything else (vocabulary, context,
-// special tokens, RoPE base, norm epsilon, tied output) the teacher's, so that the two share a
-// tokenizer and positions as a draft model and its target must.
-model::ModelConfig student_config(const std::string& preset, const model::ModelConfig& teacher);
+// Changes to a preset's shape (0: the preset's value). Head size follows as dim / heads.
+struct ShapeOverrides {
+  int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0;
+};
+// Applies o to c and checks the result (ModelConfig::validate: std::invalid_argument).
+void apply_shape(model::ModelConfig& c, const ShapeOverrides& o);
+
+// A fresh student for distillation: the preset's shape (with o's changes), everything else
+// (vocabulary, context, special tokens, RoPE base, norm epsilon, tied output) the teacher's, so
+// that the two share a tokenizer and positions as a draft model and its target must.
+model::ModelConfig student_config(const std::string& preset, const model::ModelConfig& teacher,
+                                  const ShapeOverrides& o = {});
 
 // OUT.gguf -> OUT.ckpt.gguf: the model file stays a standard GGUF; the checkpoint beside it holds
 // the optimizer state too.

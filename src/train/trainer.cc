@@ -34,12 +34,12 @@ std::string format_duration(double s) {
 
 std::string describe(const EpochReport& r) {
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "epoch %lld: loss %.4f, %.0f tok/s, %.0f s; dev (%lld): intent %.2f%%, slot F1 "
-                "%.2f%%, exact %.2f%%",
-                (long long)r.epoch, r.train_loss, r.tokens_per_second, r.seconds,
-                (long long)r.dev.n, 100 * r.dev.intent_accuracy, 100 * r.dev.slot_f1,
-                100 * r.dev.exact_accuracy);
+  int n = std::snprintf(buf, sizeof buf, "epoch %lld: loss %.4f, %.0f tok/s, %.0f s",
+                        (long long)r.epoch, r.train_loss, r.tokens_per_second, r.seconds);
+  if (r.dev.n > 0)  // nothing to score without dev examples (or for plain text)
+    std::snprintf(buf + n, sizeof buf - size_t(n),
+                  "; dev (%lld): intent %.2f%%, slot F1 %.2f%%, exact %.2f%%", (long long)r.dev.n,
+                  100 * r.dev.intent_accuracy, 100 * r.dev.slot_f1, 100 * r.dev.exact_accuracy);
   return buf;
 }
 
@@ -71,15 +71,10 @@ void train_task(Transformer<float>& model, const tokenizer::Tokenizer& tok,
                 const TrainOptions& opt, OptimizerState& state, ThreadPool& pool,
                 const std::function<void(const EpochReport&)>& on_epoch) {
   if (train.empty()) throw std::invalid_argument("train: no training examples");
-  if (opt.epochs < 1) throw std::invalid_argument("train: epochs must be at least 1");
   const model::ModelConfig& c = model.config();
   if (tok.n_vocab() != c.vocab_size)
     throw std::invalid_argument("train: tokenizer and model vocabulary sizes differ");
-  if (opt.teacher && opt.teacher->config().vocab_size != c.vocab_size)
-    throw std::invalid_argument("distill: teacher and student vocabularies differ");
-
   std::vector<TaskSequence> seqs;
-  std::vector<int64_t> lengths;
   seqs.reserve(train.size());
   for (const data::Example& ex : train) {
     seqs.push_back(encode_task(tok, ex));
@@ -88,7 +83,37 @@ void train_task(Transformer<float>& model, const tokenizer::Tokenizer& tok,
                                   std::to_string(seqs.back().tokens.size()) +
                                   " tokens exceeds the context length " +
                                   std::to_string(c.context_length) + ": \"" + ex.text + "\"");
-    lengths.push_back(int64_t(seqs.back().tokens.size()));
+  }
+  const std::vector<data::Example> dev_subset(
+      dev.begin(), dev.begin() + std::min<int64_t>(int64_t(dev.size()), opt.dev_limit));
+  SequenceEvaluator evaluate;
+  if (!dev_subset.empty())
+    evaluate = [&](const Transformer<float>& trained) {
+      const auto m = to_inference_model(trained);
+      return data::score_task(dev_subset, predict_task(*m, tok, dev_subset, pool));
+    };
+  train_sequences(model, tok.vocab(), seqs, opt, state, pool, evaluate, on_epoch);
+}
+
+void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
+                     const std::vector<TaskSequence>& seqs, const TrainOptions& opt,
+                     OptimizerState& state, ThreadPool& pool, const SequenceEvaluator& evaluate,
+                     const std::function<void(const EpochReport&)>& on_epoch) {
+  if (seqs.empty()) throw std::invalid_argument("train: no training sequences");
+  if (opt.epochs < 1) throw std::invalid_argument("train: epochs must be at least 1");
+  const model::ModelConfig& c = model.config();
+  if (opt.teacher && opt.teacher->config().vocab_size != c.vocab_size)
+    throw std::invalid_argument("distill: teacher and student vocabularies differ");
+  std::vector<int64_t> lengths;
+  lengths.reserve(seqs.size());
+  for (const TaskSequence& s : seqs) {
+    if (int64_t(s.tokens.size()) > c.context_length)
+      throw std::invalid_argument("train: a sequence of " + std::to_string(s.tokens.size()) +
+                                  " tokens exceeds the context length " +
+                                  std::to_string(c.context_length));
+    if (s.targets.size() != s.tokens.size())
+      throw std::invalid_argument("train: a sequence's targets do not match its tokens");
+    lengths.push_back(int64_t(s.tokens.size()));
   }
   // Each epoch's shuffled order packs into its own number of batches, so the schedule counts
   // every epoch's, and a resumed step finds its epoch and batch by walking them.
@@ -102,8 +127,6 @@ void train_task(Transformer<float>& model, const tokenizer::Tokenizer& tok,
   while (first_epoch < opt.epochs && state.step >= epoch_start + epoch_batches[size_t(first_epoch)])
     epoch_start += epoch_batches[size_t(first_epoch++)];
   const int64_t warmup = std::max<int64_t>(1, int64_t(opt.warmup_fraction * double(total_steps)));
-  const std::vector<data::Example> dev_subset(
-      dev.begin(), dev.begin() + std::min<int64_t>(int64_t(dev.size()), opt.dev_limit));
 
   // The teacher's forward keeps activations, so it runs on a private copy. alpha 0 is a
   // label-only fine-tune: the teacher is not consulted at all.
@@ -168,13 +191,10 @@ void train_task(Transformer<float>& model, const tokenizer::Tokenizer& tok,
     r.train_loss = loss_sum / double(std::max<int64_t>(1, loss_tokens));
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count();
     r.tokens_per_second = double(epoch_tokens) / std::max(1e-9, r.seconds);
-    if (!dev_subset.empty()) {
-      const auto m = to_inference_model(model);
-      r.dev = data::score_task(dev_subset, predict_task(*m, tok, dev_subset, pool));
-    }
+    if (evaluate) r.dev = evaluate(model);
     if (opt.progress) std::fprintf(stderr, "\n");
     if (!opt.checkpoint_path.empty())
-      save_model(model, tok.vocab(), opt.model_name, opt.checkpoint_path, &state);
+      save_model(model, vocab, opt.model_name, opt.checkpoint_path, &state);
     if (on_epoch) on_epoch(r);
   }
 }

@@ -1,4 +1,5 @@
-// The training loop over task examples: shuffled ragged batches, cross-entropy on the answers
+// The training loop over task examples (or any tokenised text): shuffled ragged batches,
+// cross-entropy on the answers
 // (plus, when distilling, temperature-scaled KL against a teacher's logits), AdamW, clipping,
 // warm-up + cosine schedule, dev accuracy after each epoch, checkpoints to resume from.
 #pragma once
@@ -14,6 +15,7 @@
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/optimizer.h"
+#include "train/task_eval.h"
 #include "train/transformer.h"
 
 namespace shrike::train {
@@ -37,7 +39,7 @@ struct TrainOptions {
 
 struct EpochReport {
   int64_t epoch = 0;
-  double train_loss = 0;  // mean per answer token over the epoch
+  double train_loss = 0;  // mean per target token over the epoch
   double seconds = 0, tokens_per_second = 0;
   data::TaskScores dev;
 };
@@ -53,6 +55,20 @@ void train_task(Transformer<float>& model, const tokenizer::Tokenizer& tok,
                 const std::vector<data::Example>& train, const std::vector<data::Example>& dev,
                 const TrainOptions& opt, OptimizerState& state, ThreadPool& pool,
                 const std::function<void(const EpochReport&)>& on_epoch = {});
+
+// What train_sequences reports as an epoch's dev scores (the task's, for task models).
+using SequenceEvaluator = std::function<data::TaskScores(const Transformer<float>&)>;
+
+// The loop under train_task, over sequences already tokenised: targets[t] is the id position t
+// predicts (-1: no loss there), so any text (a teacher's own samples, for a draft model) trains
+// the same way. vocab goes into the checkpoints; evaluate, when set, fills each epoch's dev
+// scores. Throws std::invalid_argument for no sequences, one longer than the context, or targets
+// not matching their tokens.
+void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
+                     const std::vector<TaskSequence>& seqs, const TrainOptions& opt,
+                     OptimizerState& state, ThreadPool& pool,
+                     const SequenceEvaluator& evaluate = {},
+                     const std::function<void(const EpochReport&)>& on_epoch = {});
 
 // Batches of whole sequences (indices into seqs) of at most batch_tokens tokens each (a longer
 // sequence goes alone), in a shuffled order determined by seed and epoch.
