@@ -36,6 +36,10 @@ std::vector<std::vector<int32_t>> sample_from_teacher(const model::Model& teache
   std::vector<std::vector<int32_t>> out(size_t(opt.count));
   std::vector<float> logits;
   model::ForwardScratch scratch;
+  // A sample's logits must not depend on which others share its step (the batch size, the
+  // samples still running), or the samples would.
+  model::ForwardOptions invariant;
+  invariant.matmul.batch_invariant = true;
   for (int64_t first = 0; first < opt.count; first += batch) {
     const int64_t n = std::min(opt.count - first, batch);
     std::vector<std::unique_ptr<kv::KvCache>> caches;
@@ -63,7 +67,8 @@ std::vector<std::vector<int32_t>> sample_from_teacher(const model::Model& teache
         seqs[j].n_logits = 1;
       }
       logits.resize(seqs.size() * size_t(c.vocab_size));
-      teacher.forward_batch(seqs.data(), int64_t(seqs.size()), logits.data(), pool, scratch);
+      teacher.forward_batch(seqs.data(), int64_t(seqs.size()), logits.data(), pool, scratch,
+                            invariant);
       std::vector<int64_t> still;
       for (size_t j = 0; j < live.size(); ++j) {
         std::vector<int32_t>& s = out[size_t(first + live[j])];

@@ -11,6 +11,7 @@
 #include "train/checkpoint.h"
 #include "train/presets.h"
 #include "train/task_eval.h"
+#include "train/teacher_samples.h"
 
 namespace shrike::train {
 namespace {
@@ -264,6 +265,99 @@ TEST(Trainer, FreshDraftStudentDistillsFromTheTeacher) {
   const double after = mean_kl(*teacher, *student, all, pool);
   EXPECT_LT(after, 0.5 * before) << "before " << before << " after " << after;
   EXPECT_THROW(student_config("huge", tc), std::invalid_argument);
+}
+
+// A model's own samples (issue 16: a draft for stories260K, whose training text is not at hand):
+// deterministic per sample whatever the batch, each from BOS to its first EOS/BOS or the length.
+TEST(TeacherSamples, SeededPerSampleAndEndedByStopTokensOrLength) {
+  const Fixture& f = fixture();
+  const tokenizer::Tokenizer tok(f.vocab);
+  ThreadPool pool(2);
+  auto teacher = fresh_model();
+  OptimizerState ts;
+  train_task(*teacher, tok, f.examples, {}, quiet(4), ts, pool);
+  const auto m = to_inference_model(*teacher);
+  const model::ModelConfig& c = m->config();
+  TeacherSampleOptions o;
+  o.count = 12;
+  o.length = 40;
+  o.seed = 4;
+  o.batch = 5;  // the last batch is short
+  const auto samples = sample_from_teacher(*m, o, pool);
+  ASSERT_EQ(samples.size(), 12u);
+  int ended_early = 0;
+  for (const auto& s : samples) {
+    ASSERT_GE(s.size(), 2u);
+    EXPECT_LE(int64_t(s.size()), o.length + 1);
+    EXPECT_EQ(s.front(), c.bos_id);
+    for (size_t i = 1; i + 1 < s.size(); ++i) EXPECT_TRUE(s[i] != c.bos_id && s[i] != c.eos_id);
+    const bool stop = s.back() == c.eos_id || s.back() == c.bos_id;
+    EXPECT_TRUE(stop || int64_t(s.size()) == o.length + 1);
+    ended_early += stop;
+  }
+  EXPECT_GT(ended_early, 0);  // the trained teacher ends its answers with EOS
+  TeacherSampleOptions one = o;
+  one.batch = 1;
+  EXPECT_EQ(sample_from_teacher(*m, one, pool), samples);
+  TeacherSampleOptions other = o;
+  other.seed = 5;
+  EXPECT_NE(sample_from_teacher(*m, other, pool), samples);
+
+  const auto seqs = next_token_sequences(samples);
+  ASSERT_EQ(seqs.size(), samples.size());
+  EXPECT_EQ(seqs[0].tokens, samples[0]);
+  for (size_t i = 0; i + 1 < samples[0].size(); ++i)
+    EXPECT_EQ(seqs[0].targets[i], samples[0][i + 1]);
+  EXPECT_EQ(seqs[0].targets.back(), -1);
+
+  TeacherSampleOptions bad = o;
+  bad.length = c.context_length;  // BOS would not fit
+  EXPECT_THROW(sample_from_teacher(*m, bad, pool), std::invalid_argument);
+  bad = o;
+  bad.count = 0;
+  EXPECT_THROW(sample_from_teacher(*m, bad, pool), std::invalid_argument);
+  bad = o;
+  bad.temperature = 0;
+  EXPECT_THROW(sample_from_teacher(*m, bad, pool), std::invalid_argument);
+}
+
+// Distillation on the teacher's samples alone (no task data, every position a target) pulls a
+// smaller fresh student towards the teacher on samples it never trained on.
+TEST(TeacherSamples, DraftDistilledOnThemApproachesTheTeacher) {
+  const Fixture& f = fixture();
+  const tokenizer::Tokenizer tok(f.vocab);
+  ThreadPool pool(2);
+  auto teacher = fresh_model();
+  OptimizerState ts;
+  train_task(*teacher, tok, f.examples, {}, quiet(10), ts, pool);
+  const auto m = to_inference_model(*teacher);
+  TeacherSampleOptions o;
+  o.count = 64;
+  o.length = 60;
+  o.seed = 1;
+  const auto train_seqs = next_token_sequences(sample_from_teacher(*m, o, pool));
+  o.seed = 2;
+  o.count = 16;
+  TokenBatch held_out;
+  for (const auto& s : next_token_sequences(sample_from_teacher(*m, o, pool)))
+    held_out.add(s.tokens, s.targets);
+  ShapeOverrides one_layer;
+  one_layer.layers = 1;
+  const model::ModelConfig dc = student_config("tiny", teacher->config(), one_layer);
+  EXPECT_EQ(dc.n_layers, 1);
+  Transformer<float> student(dc);
+  student.init_random(8);
+  const double before = mean_kl(*teacher, student, held_out, pool);
+  TrainOptions d = quiet(8);
+  d.teacher = teacher.get();
+  d.alpha = 1.0;
+  d.temp = 1.0f;
+  OptimizerState ss;
+  train_sequences(student, f.vocab, train_seqs, d, ss, pool);
+  const double after = mean_kl(*teacher, student, held_out, pool);
+  EXPECT_GT(before, 0.5);
+  EXPECT_LT(after, 0.3 * before) << "before " << before << " after " << after;
+  EXPECT_THROW(train_sequences(student, f.vocab, {}, d, ss, pool), std::invalid_argument);
 }
 
 TEST(Trainer, BadInputsAreRefused) {
