@@ -100,6 +100,10 @@ int run_distill(DistillArgs a) {
         a.student_preset.c_str(), (long long)c.dim, (long long)c.n_layers, (long long)c.n_heads,
         (long long)c.n_kv_heads, (long long)c.ffn_dim, double(train::body_param_count(c)) / 1e6,
         double(train::body_param_count(teacher.model->config())) / 1e6);
+    if (train::body_param_count(c) >= train::body_param_count(teacher.model->config()))
+      std::fprintf(stderr,
+                   "distill: note: the student is not smaller than the teacher (a draft should "
+                   "be); --dim, --layers, --heads, --kv-heads and --ffn change its shape\n");
   } else {
     student = train::load_trainable(a.student);
   }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_shrike.h"
+#include "shared_data.h"
 
 namespace shrike {
 namespace {
@@ -133,6 +134,46 @@ TEST_F(WorkloadCli, GenTrainEvalPruneDistillGenerate) {
                        path("x.gguf"))
                 .exit_code,
             0);
+}
+
+std::string file_bytes(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// A draft for a model without task data (issue 16: stories260K): distilled on the teacher's own
+// samples, byte-identical for a seed, accepted by generate --draft with plain greedy's output.
+TEST_F(WorkloadCli, DraftDistilledOnTeacherSamples) {
+  SHRIKE_REQUIRE_SHARED("reference/stories260K/stories260K.gguf");
+  const std::string teacher = testing::shared_dir() + "/reference/stories260K/stories260K.gguf";
+  const std::string args = "distill --teacher " + teacher +
+                           " --student-preset draft --dim 64 --layers 1 --heads 8 --kv-heads 4 "
+                           "--ffn 172 --teacher-samples 24 --sample-len 48 --epochs 1 -t 1 "
+                           "--no-progress --seed 7 -o ";
+  const CommandResult made = ok(args + path("s1.gguf"));
+  EXPECT_NE(made.err.find("24 teacher samples"), std::string::npos) << made.err;
+  EXPECT_NE(made.err.find("dim 64, 1 layers"), std::string::npos) << made.err;
+  ok(args + path("s2.gguf"));
+  EXPECT_EQ(file_bytes(path("s1.gguf")), file_bytes(path("s2.gguf")));
+  const std::string prompt = " -p 'Once upon a time' -n 32 --ids";
+  const CommandResult plain = ok("generate -m " + teacher + prompt);
+  const CommandResult fast =
+      ok("generate -m " + teacher + prompt + " --spec draft --draft " + path("s1.gguf"));
+  EXPECT_EQ(fast.out, plain.out);
+  EXPECT_NE(fast.err.find("drafts accepted"), std::string::npos) << fast.err;
+
+  // Wrong combinations name what is wrong.
+  const auto refused = [&](const std::string& extra, const std::string& says) {
+    const CommandResult r =
+        run_shrike("distill --teacher " + teacher + " " + extra + " -o " + path("x.gguf"));
+    EXPECT_NE(r.exit_code, 0) << extra;
+    EXPECT_NE(r.err.find(says), std::string::npos) << extra << "\n" << r.err;
+  };
+  refused("--student-preset draft --teacher-samples 4 --sample-len 4096", "the length must be");
+  refused("--student " + teacher + " --dim 32 --teacher-samples 4", "--student-preset student");
+  refused("--student-preset draft --teacher-samples 4 --dev " + path("nope.jsonl"),
+          "--teacher-samples trains on plain text");
+  refused("--student-preset draft --sample-len 8 --data " + path("nope.jsonl"), "--sample-len");
 }
 
 TEST_F(WorkloadCli, BadInputsGiveClearErrors) {
