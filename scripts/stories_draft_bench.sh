@@ -11,7 +11,7 @@
 #                                               the benchmark; the draft: SAMPLES=2000,
 #                                               SAMPLE_LEN=256, EPOCHS=3, LAYERS=1, TRAIN_THREADS=2)
 #
-# The draft is made once (about 5 minutes on 2 quiet cores, 9 on busy ones) and reused.
+# The draft is made once (9 minutes on the shared 2-core development machine) and reused.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-/tmp/shrike-stories-draft}"
