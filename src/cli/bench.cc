@@ -23,6 +23,18 @@
 namespace shrike::cli {
 namespace {
 
+// A model whose weights fit in the last-level cache decodes from cache: its "fraction of memory
+// bandwidth" can pass 100% and measures nothing about memory.
+std::string llc_warning(const model_bench::ModelBenchResult& r) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "warning: the weights read per token (%.1f MiB) fit in the last-level cache "
+                "(%.0f MiB): decode reads them from cache, so the roofline fraction is not a "
+                "memory-bandwidth figure; measure a model larger than the cache",
+                double(r.decode_weight_bytes) / (1 << 20), double(r.llc_bytes) / (1 << 20));
+  return buf;
+}
+
 struct BenchArgs {
   std::string model;
   std::vector<int64_t> prompts{128, 512};
@@ -116,6 +128,12 @@ int run_bench(BenchArgs a) {
     // Without --roofline the bandwidth is not measured: null rather than a made-up number.
     j["bandwidth_gb_s"] = a.roofline ? nlohmann::json(r.bandwidth_gb_per_s) : nlohmann::json();
     j["roofline_fraction"] = a.roofline ? nlohmann::json(r.roofline_fraction) : nlohmann::json();
+    if (a.roofline) {
+      j["llc_bytes"] = r.llc_bytes;
+      j["probe_bytes"] = r.probe_bytes;
+      j["weights_fit_in_llc"] = r.weights_fit_in_llc();
+      if (r.weights_fit_in_llc()) std::fprintf(stderr, "%s\n", llc_warning(r).c_str());
+    }
     std::printf("%s\n", j.dump().c_str());
     return 0;
   }
@@ -142,9 +160,14 @@ int run_bench(BenchArgs a) {
     for (const auto& o : r.ops)
       std::printf("  %-22s %8.2f us  %5.1f%%\n", o.op.c_str(), o.us_per_step, 100 * o.share);
   }
-  if (a.roofline)
-    std::printf("roofline: measured read bandwidth %.1f GB/s; decode reaches %.0f%% of it\n",
-                r.bandwidth_gb_per_s, 100 * r.roofline_fraction);
+  if (a.roofline) {
+    std::printf(
+        "roofline: measured read bandwidth %.1f GB/s (a %.0f MiB probe; last-level cache %.0f "
+        "MiB); decode reaches %.0f%% of it\n",
+        r.bandwidth_gb_per_s, double(r.probe_bytes) / (1 << 20), double(r.llc_bytes) / (1 << 20),
+        100 * r.roofline_fraction);
+    if (r.weights_fit_in_llc()) std::printf("%s\n", llc_warning(r).c_str());
+  }
   return 0;
 }
 
@@ -153,8 +176,9 @@ int run_bench(BenchArgs a) {
 Runner add_bench(CLI::App& app) {
   auto a = std::make_shared<BenchArgs>();
   app.add_option("-m,--model", a->model, "model file")->required();
-  app.add_option("-p,--prompt-lengths", a->prompts, "prefill lengths, comma-separated")
-      ->delimiter(',');
+  app.add_option("-p,--prompt-lengths", a->prompts, "prefill lengths, comma-separated (0: none)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 24));
   app.add_option("-n,--n-decode", a->n, "tokens to decode")->check(CLI::NonNegativeNumber);
   app.add_option("-t,--threads", a->threads, "threads (default: physical cores)")
       ->check(CLI::NonNegativeNumber);

@@ -9,9 +9,6 @@
 namespace shrike::model_bench {
 namespace {
 
-// Large enough to defeat every cache level, small enough to probe before each decode round.
-constexpr size_t kProbeBytes = size_t(512) << 20;
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -76,6 +73,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   // Prefill: the whole prompt in one forward call on an empty cache, logits of the last token
   // only (as a server does).
   for (int64_t p : opt.prompt_lengths) {
+    if (p <= 0) continue;  // -p 0: no prefill test, as llama-bench reads it
     const int64_t len = std::min(p, c.context_length);
     const auto tokens = random_tokens(len, c.vocab_size, 42);
     kv::ContiguousKvCache kv(c.kv_dims(), len, opt.kv);
@@ -94,12 +92,16 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   // that both medians come from the same minutes of this (shared, noisy) machine.
   const int64_t n = std::min(opt.decode_tokens, c.context_length - 1);
   std::vector<double> rates, bandwidths;
+  // Larger than every cache level, small enough to probe before each decode round.
+  out.llc_bytes = last_level_cache_bytes();
+  const size_t probe_bytes = bandwidth_probe_bytes(out.llc_bytes);
+  out.probe_bytes = probe_bytes;
   if (n > 0) {
     const auto tokens = random_tokens(n + 1, c.vocab_size, 7);
     kv::ContiguousKvCache kv(c.kv_dims(), n + 1, opt.kv);
     for (int r = 0; r < opt.repeats + 1; ++r) {
       if (opt.roofline && r > 0)
-        bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
+        bandwidths.push_back(measure_read_bandwidth(pool, probe_bytes, 3).gb_per_s);
       m.forward(tokens.data(), 1, 0, kv, 1, logits.data(), pool, scratch);
       const auto t0 = std::chrono::steady_clock::now();
       for (int64_t i = 1; i <= n; ++i)
@@ -164,7 +166,7 @@ ModelBenchResult run_model_bench(const model::Model& m, ThreadPool& pool,
   if (!opt.verify_tokens.empty()) out.verify = verify_steps(m, pool, opt);
   if (opt.roofline) {
     if (bandwidths.empty())
-      bandwidths.push_back(measure_read_bandwidth(pool, kProbeBytes, 3).gb_per_s);
+      bandwidths.push_back(measure_read_bandwidth(pool, probe_bytes, 3).gb_per_s);
     out.bandwidth_gb_per_s = median(bandwidths);
     out.roofline_fraction = out.decode_gb_per_s / out.bandwidth_gb_per_s;
   }

@@ -62,6 +62,11 @@ struct ModelBenchResult {
   double bandwidth_gb_per_s = 0;  // measured read bandwidth (0 unless roofline)
   double roofline_fraction = 0;
   size_t decode_weight_bytes = 0;
+  size_t llc_bytes = 0;    // the last-level cache (0: unknown)
+  size_t probe_bytes = 0;  // the bandwidth probe's buffer, larger than that cache
+  // Weights that fit in the last-level cache decode from cache: their roofline fraction can pass
+  // 100% and says nothing about memory bandwidth.
+  bool weights_fit_in_llc() const { return llc_bytes > 0 && decode_weight_bytes <= llc_bytes; }
   double kv_bytes_per_token =
       0;  // the decode run's cache after its last token (f16 copies included)
   int threads = 0;

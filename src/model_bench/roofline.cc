@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 #include "core/cpu_features.h"
@@ -60,6 +63,42 @@ uint64_t read_block(const uint8_t* p, size_t n) {
 }
 
 }  // namespace
+
+size_t last_level_cache_bytes(const std::string& cache_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(cache_dir, ec)) return 0;
+  int best_level = 0;
+  size_t best = 0;
+  for (const auto& entry : fs::directory_iterator(cache_dir, ec)) {
+    if (entry.path().filename().string().rfind("index", 0) != 0) continue;
+    std::ifstream level_in(entry.path() / "level"), size_in(entry.path() / "size"),
+        type_in(entry.path() / "type");
+    int level = 0;
+    std::string size, type;
+    if (!(level_in >> level) || !(size_in >> size)) continue;
+    type_in >> type;
+    if (type == "Instruction") continue;
+    // "491520K", "32M", or plain bytes.
+    size_t value = 0, i = 0;
+    for (; i < size.size() && size[i] >= '0' && size[i] <= '9'; ++i)
+      value = value * 10 + size_t(size[i] - '0');
+    if (i == 0) continue;
+    const char unit = i < size.size() ? size[i] : ' ';
+    if (unit == 'K') value <<= 10;
+    if (unit == 'M') value <<= 20;
+    if (unit == 'G') value <<= 30;
+    if (level > best_level || (level == best_level && value > best)) {
+      best_level = level;
+      best = value;
+    }
+  }
+  return best;
+}
+
+size_t bandwidth_probe_bytes(size_t llc_bytes) {
+  return std::max(size_t(512) << 20, 2 * llc_bytes);
+}
 
 BandwidthResult measure_read_bandwidth(ThreadPool& pool, size_t bytes, int repeats) {
   bytes = bytes / 4096 * 4096;

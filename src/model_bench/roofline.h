@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 #include "core/thread_pool.h"
 
@@ -13,6 +14,15 @@ struct BandwidthResult {
   size_t bytes = 0;     // buffer size streamed per repeat
   int repeats = 0;
 };
+
+// The size of the largest cache level of the first CPU (Linux sysfs, `cache/index*/level` and
+// `size` under `cache_dir`), in bytes; 0 when it cannot be read. A model smaller than this
+// decodes from cache, faster than memory, so its roofline fraction means nothing.
+size_t last_level_cache_bytes(const std::string& cache_dir = "/sys/devices/system/cpu/cpu0/cache");
+
+// A read-bandwidth probe size that defeats every cache: 512 MiB, or twice the last-level cache
+// when that is larger (servers with several hundred MiB of L3 exist).
+size_t bandwidth_probe_bytes(size_t llc_bytes);
 
 // Streams a buffer much larger than the caches with SIMD loads on every thread of the pool and
 // reports the median read bandwidth.

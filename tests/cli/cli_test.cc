@@ -132,6 +132,17 @@ TEST(Cli, SynthCanBorrowARealVocabulary) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["parameters"].get<int64_t>(), 2 * 32000 * 64 + 4 * 64 * 64 + 3 * 64 * 64 + 3 * 64);
   EXPECT_TRUE(j["bandwidth_gb_s"].is_null()) << "not measured without --roofline";
+  // With it, a model this small fits in any last-level cache: the roofline says so.
+  r = shrike("bench -m " + path + " -p 0 -n 2 -r 1 --threads 1 --roofline --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto roof = nlohmann::json::parse(r.out);
+  EXPECT_GT(roof["bandwidth_gb_s"].get<double>(), 0);
+  const auto llc = roof["llc_bytes"].get<int64_t>();
+  EXPECT_GE(roof["probe_bytes"].get<int64_t>(), std::max<int64_t>(2 * llc, int64_t(512) << 20));
+  EXPECT_EQ(roof["weights_fit_in_llc"].get<bool>(), llc > 0);
+  if (llc > 0) {
+    EXPECT_NE(r.err.find("fit in the last-level cache"), std::string::npos) << r.err;
+  }
   r = shrike("generate -m " + path + " -p 'Hello world' -n 3 --ids");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::filesystem::remove(path);
