@@ -61,8 +61,7 @@ std::shared_ptr<const constrain::Constraint> task_constraint(const std::string& 
   if (!task)
     throw std::invalid_argument(path +
                                 ": --spec-schema needs a task model (no shrike.task.* keys)");
-  constrain::ConstraintSpec spec{constrain::ConstraintSpec::Kind::JsonSchema, {}, {}, {}};
-  spec.schema = data::task_schema(*task);
+  const constrain::ConstraintSpec spec = constrain::task_answer_spec(task->intents, task->slots);
   const auto tok = load_tokenizer(path, "", vocab);
   return std::make_shared<const constrain::Constraint>(constrain::compile(spec),
                                                        constrain::TokenVocab::from_tokenizer(*tok));

@@ -17,8 +17,8 @@ EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::To
                                       int threads, int64_t max_answer_tokens) {
   std::shared_ptr<const constrain::Constraint> constraint;
   if (schema) {
-    constrain::ConstraintSpec spec{constrain::ConstraintSpec::Kind::JsonSchema, {}, {}, {}};
-    spec.schema = data::task_schema(*schema);
+    const constrain::ConstraintSpec spec =
+        constrain::task_answer_spec(schema->intents, schema->slots);
     constraint = std::make_shared<const constrain::Constraint>(
         constrain::compile(spec), constrain::TokenVocab::from_tokenizer(tok));
   }

@@ -24,6 +24,11 @@ std::string ConstraintCache::key(const ConstraintSpec& spec) {
       break;
     case ConstraintSpec::Kind::JsonObject:
       break;
+    case ConstraintSpec::Kind::TaskAnswer:  // the labels, then the slot names
+      for (const auto& c : spec.task.intents) k += std::to_string(c.size()) + ":" + c;
+      k += ";";
+      for (const auto& c : spec.task.slots) k += std::to_string(c.size()) + ":" + c;
+      break;
   }
   return k;
 }

@@ -29,8 +29,8 @@ class ConstraintCache {
   size_t size() const;
   int64_t hits() const;
 
-  // The spec's identity: kind, then its content (choices length-prefixed, the schema as
-  // written, in key order).
+  // The spec's identity: kind, then its content (choices, and a task's labels and slot names,
+  // length-prefixed; the schema as written, in key order).
   static std::string key(const ConstraintSpec& spec);
 
  private:

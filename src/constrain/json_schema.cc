@@ -162,36 +162,7 @@ class SchemaCompiler {
     return nfa_.concat(f, nfa_.optional(exp));
   }
 
-  // One character of JSON string content: unescaped (not ", \ or a control) or an escape; \u
-  // escapes of surrogates are left out (a lone one is invalid, and pairs are not worth it).
-  Frag string_char() {
-    CodeSet plain = CodeSet::of(0x20, kMaxCodePoint);
-    CodeSet bad;
-    bad.add('"', '"'), bad.add('\\', '\\');
-    plain = plain.intersect(bad.complement());
-    const Frag unescaped = nfa_.seqs(utf8_sequences(plain));
-    const Frag simple = nfa_.concat(nfa_.literal("\\"), nfa_.seqs({{{'"', '"'}},
-                                                                   {{'\\', '\\'}},
-                                                                   {{'/', '/'}},
-                                                                   {{'b', 'b'}},
-                                                                   {{'f', 'f'}},
-                                                                   {{'n', 'n'}},
-                                                                   {{'r', 'r'}},
-                                                                   {{'t', 't'}}}));
-    const ByteSeq hex{{'0', '9'}, {'A', 'F'}, {'a', 'f'}};
-    std::vector<ByteSeq> hex2;  // first two hex digits, surrogates (D8..DF) excluded
-    hex2.push_back({{'0', '9'}, {'0', '9'}});
-    hex2.push_back({{'0', '9'}, {'A', 'F'}});
-    hex2.push_back({{'0', '9'}, {'a', 'f'}});
-    for (ByteRange first :
-         {ByteRange{'A', 'C'}, ByteRange{'E', 'F'}, ByteRange{'a', 'c'}, ByteRange{'e', 'f'}})
-      for (const ByteRange& second : hex) hex2.push_back({first, second});
-    for (ByteRange d : {ByteRange{'D', 'D'}, ByteRange{'d', 'd'}}) hex2.push_back({d, {'0', '7'}});
-    const std::vector<ByteSeq> digit{{hex[0]}, {hex[1]}, {hex[2]}};
-    Frag u = nfa_.concat(nfa_.literal("\\u"), nfa_.seqs(hex2));
-    u = nfa_.concat(u, nfa_.concat(nfa_.seqs(digit), nfa_.seqs(digit)));
-    return nfa_.alt({unescaped, simple, u});
-  }
+  Frag string_char() { return json_string_char(nfa_); }
 
   Frag string(const ojson& s, const std::string& where) {
     const auto min = count(s, "minLength", where), max = count(s, "maxLength", where);
@@ -350,6 +321,37 @@ class SchemaCompiler {
 };
 
 }  // namespace
+
+// One character of JSON string content: unescaped (not ", \ or a control) or an escape; \u
+// escapes of surrogates are left out (a lone one is invalid, and pairs are not worth it).
+Frag json_string_char(Nfa& nfa) {
+  CodeSet plain = CodeSet::of(0x20, kMaxCodePoint);
+  CodeSet bad;
+  bad.add('"', '"'), bad.add('\\', '\\');
+  plain = plain.intersect(bad.complement());
+  const Frag unescaped = nfa.seqs(utf8_sequences(plain));
+  const Frag simple = nfa.concat(nfa.literal("\\"), nfa.seqs({{{'"', '"'}},
+                                                              {{'\\', '\\'}},
+                                                              {{'/', '/'}},
+                                                              {{'b', 'b'}},
+                                                              {{'f', 'f'}},
+                                                              {{'n', 'n'}},
+                                                              {{'r', 'r'}},
+                                                              {{'t', 't'}}}));
+  const ByteSeq hex{{'0', '9'}, {'A', 'F'}, {'a', 'f'}};
+  std::vector<ByteSeq> hex2;  // first two hex digits, surrogates (D8..DF) excluded
+  hex2.push_back({{'0', '9'}, {'0', '9'}});
+  hex2.push_back({{'0', '9'}, {'A', 'F'}});
+  hex2.push_back({{'0', '9'}, {'a', 'f'}});
+  for (ByteRange first :
+       {ByteRange{'A', 'C'}, ByteRange{'E', 'F'}, ByteRange{'a', 'c'}, ByteRange{'e', 'f'}})
+    for (const ByteRange& second : hex) hex2.push_back({first, second});
+  for (ByteRange d : {ByteRange{'D', 'D'}, ByteRange{'d', 'd'}}) hex2.push_back({d, {'0', '7'}});
+  const std::vector<ByteSeq> digit{{hex[0]}, {hex[1]}, {hex[2]}};
+  Frag u = nfa.concat(nfa.literal("\\u"), nfa.seqs(hex2));
+  u = nfa.concat(u, nfa.concat(nfa.seqs(digit), nfa.seqs(digit)));
+  return nfa.alt({unescaped, simple, u});
+}
 
 Automaton json_schema_automaton(const nlohmann::ordered_json& schema) {
   Nfa nfa;

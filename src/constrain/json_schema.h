@@ -39,6 +39,10 @@ inline constexpr int kMaxExponentDigits = 2;
 // The schema as written (ordered_json keeps the properties' order).
 Automaton json_schema_automaton(const nlohmann::ordered_json& schema);
 
+// One character of JSON string content: unescaped (not ", \ or a control) or an escape (\u
+// escapes of surrogates left out: a lone one is invalid, and pairs are not worth it).
+Frag json_string_char(Nfa& nfa);
+
 // Any JSON object with containers nested at most max_depth deep (the object itself is level 1).
 Automaton json_object_automaton(int max_depth = kJsonObjectDepth);
 

@@ -3,6 +3,7 @@
 #include "constrain/error.h"
 #include "constrain/json_schema.h"
 #include "constrain/regex.h"
+#include "constrain/task_answer.h"
 
 namespace shrike::constrain {
 
@@ -22,6 +23,12 @@ Automaton choices_automaton(const std::vector<std::string>& choices) {
   return Automaton::determinize(nfa, nfa.alt(alts));
 }
 
+ConstraintSpec task_answer_spec(std::vector<std::string> intents, std::vector<std::string> slots) {
+  ConstraintSpec spec{ConstraintSpec::Kind::TaskAnswer, {}, {}, {}};
+  spec.task = {std::move(intents), std::move(slots)};
+  return spec;
+}
+
 Automaton compile(const ConstraintSpec& spec) {
   switch (spec.kind) {
     case ConstraintSpec::Kind::Choice:
@@ -32,6 +39,8 @@ Automaton compile(const ConstraintSpec& spec) {
       return json_schema_automaton(spec.schema);
     case ConstraintSpec::Kind::JsonObject:
       return json_object_automaton();
+    case ConstraintSpec::Kind::TaskAnswer:
+      return task_answer_automaton(spec.task.intents, spec.task.slots);
   }
   throw ConstraintError("unknown constraint kind");
 }
@@ -46,6 +55,8 @@ const char* kind_name(ConstraintSpec::Kind k) {
       return "JSON schema";
     case ConstraintSpec::Kind::JsonObject:
       return "JSON object";
+    case ConstraintSpec::Kind::TaskAnswer:
+      return "task answer";
   }
   return "?";
 }

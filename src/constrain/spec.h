@@ -10,12 +10,18 @@
 
 namespace shrike::constrain {
 
+// The answer of a task model (task_answer.h): the labels and slot names of its task.
+struct TaskAnswerSpec {
+  std::vector<std::string> intents, slots;
+};
+
 struct ConstraintSpec {
-  enum class Kind { Choice, Regex, JsonSchema, JsonObject };
+  enum class Kind { Choice, Regex, JsonSchema, JsonObject, TaskAnswer };
   Kind kind = Kind::Regex;
   std::vector<std::string> choices;  // Choice
   std::string regex;                 // Regex
   nlohmann::ordered_json schema;     // JsonSchema (properties in the order written)
+  TaskAnswerSpec task = {};          // TaskAnswer
 };
 
 // Limits on a choice list: more or longer would only be a way to make the server work hard.
@@ -24,6 +30,9 @@ inline constexpr size_t kMaxChoiceBytes = 1 << 20;  // all choices together
 
 // Exactly one of the strings (an empty string is a valid choice).
 Automaton choices_automaton(const std::vector<std::string>& choices);
+
+// The TaskAnswer spec of a task's labels and slot names.
+ConstraintSpec task_answer_spec(std::vector<std::string> intents, std::vector<std::string> slots);
 
 // Throws ConstraintError naming what is wrong or unsupported.
 Automaton compile(const ConstraintSpec& spec);

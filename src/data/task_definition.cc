@@ -45,16 +45,4 @@ std::optional<TaskDefinition> task_from_gguf(const gguf::GgufFile& f) {
   return t;
 }
 
-nlohmann::ordered_json task_schema(const TaskDefinition& task) {
-  using ojson = nlohmann::ordered_json;
-  ojson slots = ojson::object();
-  for (const std::string& s : task.slots)
-    slots[s] = {{"type", "string"}, {"maxLength", kSlotValueMaxChars}};
-  ojson intent = {{"enum", task.intents}};
-  ojson props = ojson::object();
-  props["intent"] = intent;
-  props["slots"] = {{"type", "object"}, {"properties", slots}};
-  return {{"type", "object"}, {"properties", props}, {"required", {"intent", "slots"}}};
-}
-
 }  // namespace shrike::data

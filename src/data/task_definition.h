@@ -5,10 +5,10 @@
 //   shrike.task.intents     the label set, sorted
 //   shrike.task.slots       the slot names, sorted (std::map order, as answers list them)
 // `shrike train` writes it; distill, prune and quantize copy it; `shrike serve` constrains
-// answers to task_schema() by default and offers POST /v1/intent.
+// answers to the task's labels and slot names by default (constrain/task_answer.h says how)
+// and offers POST /v1/intent.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,16 +35,5 @@ void add_task_to_gguf(const TaskDefinition& task, gguf::GgufWriter& w);
 // The model's task, or none when the file has no shrike.task.format. Throws FileError for a
 // format this build does not know, an empty label set, or keys of the wrong type.
 std::optional<TaskDefinition> task_from_gguf(const gguf::GgufFile& f);
-
-// Slot values longer than this are refused by the schema: a model stuck repeating itself inside a
-// value ("5-5-5-5...") must still close the answer within its token budget. The built-in data's
-// longest value is 27 characters.
-inline constexpr int kSlotValueMaxChars = 64;
-
-// The JSON schema of an answer, in the order task_answer() writes it: {"intent": one of the
-// labels, "slots": {name: string of at most kSlotValueMaxChars characters, ...} with each slot
-// optional, names in sorted order}. Slot values are any such JSON strings, not restricted to
-// substrings of the utterance (that would need a schema compiled per request).
-nlohmann::ordered_json task_schema(const TaskDefinition& task);
 
 }  // namespace shrike::data

@@ -8,8 +8,8 @@ ServedModel::ServedModel(std::unique_ptr<ModelInstance> instance) : inst_(std::m
   if (!inst_ || !inst_->engine || !inst_->tokenizer)
     throw std::invalid_argument("ServedModel: an instance without engine or tokenizer");
   if (inst_->task && inst_->schema_by_default) {
-    constrain::ConstraintSpec spec{constrain::ConstraintSpec::Kind::JsonSchema, {}, {}, {}};
-    spec.schema = data::task_schema(*inst_->task);
+    const constrain::ConstraintSpec spec =
+        constrain::task_answer_spec(inst_->task->intents, inst_->task->slots);
     default_spec_ = spec;
     compile(spec);
   }

@@ -42,8 +42,8 @@ struct ModelInstance {
 
 class ServedModel {
  public:
-  // Compiles the task's schema now (about a second for the built-in task), not in the first
-  // requests' latency.
+  // Compiles the task's answer constraint now (0.25 s for the built-in task: 17,787 DFA states),
+  // not in the first requests' latency.
   explicit ServedModel(std::unique_ptr<ModelInstance> instance);
 
   const std::string& name() const { return inst_->name; }

@@ -1,6 +1,6 @@
 // The task definition a model carries: derived from the examples, round-tripped through GGUF
-// metadata, refused when malformed, and its schema accepts exactly the answers task_answer()
-// writes (key order included) for the label set.
+// metadata, refused when malformed, and its answer constraint accepts the answers task_answer()
+// writes and what the free-form reader reads, with the task's names only.
 #include "data/task_definition.h"
 
 #include <gtest/gtest.h>
@@ -79,18 +79,26 @@ TEST(TaskDefinition, UnknownFormatOrNoLabelsIsAFileError) {
   std::filesystem::remove(p);
 }
 
-TEST(TaskDefinition, SchemaAcceptsTheTaskAnswersOnly) {
+TEST(TaskDefinition, AnswerConstraintAcceptsWhatTheReaderReadsWithTheTasksNames) {
   const TaskDefinition t = task_definition_from(examples());
-  constrain::ConstraintSpec spec{constrain::ConstraintSpec::Kind::JsonSchema, {}, {}, {}};
-  spec.schema = task_schema(t);
-  const constrain::Automaton a = constrain::compile(spec);
+  const constrain::Automaton a =
+      constrain::compile(constrain::task_answer_spec(t.intents, t.slots));
   for (const Example& e : examples()) EXPECT_TRUE(a.matches(task_answer(e))) << task_answer(e);
   EXPECT_TRUE(a.matches(R"({"intent":"cancel_order","slots":{}})"));
+  // Out of sorted order, and a repeated name: the free-form reader takes both (the last value
+  // of a repeated name wins), so the constraint must not push such an answer elsewhere.
+  const std::string unsorted = R"({"intent":"change_address","slots":{"date":"a","city":"b"}})";
+  const std::string repeated =
+      R"({"intent":"order_status","slots":{"order_id":"1","order_id":"2"}})";
+  EXPECT_TRUE(a.matches(unsorted));
+  EXPECT_TRUE(a.matches(repeated));
+  EXPECT_TRUE(parse_task_answer(unsorted).parsed);
+  EXPECT_EQ(parse_task_answer(repeated).slots.at("order_id"), "2");
   EXPECT_FALSE(a.matches(R"({"intent":"track_payment","slots":{}})"));  // not a label
   EXPECT_FALSE(a.matches(R"({"slots":{},"intent":"cancel_order"})"));   // key order
-  EXPECT_FALSE(a.matches(R"({"intent":"cancel_order","slots":{"date":"a","city":"b"}})"));
   EXPECT_FALSE(a.matches(R"({"intent":"cancel_order","slots":{"colour":"red"}})"));
-  EXPECT_FALSE(a.matches(R"({"intent":"cancel_order"})"));  // slots required
+  EXPECT_FALSE(a.matches(R"({"intent":"cancel_order"})"));              // slots required
+  EXPECT_FALSE(a.matches(R"({"intent":"cancel_order", "slots":{}})"));  // compact only
 }
 
 }  // namespace

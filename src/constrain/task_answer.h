@@ -1,0 +1,42 @@
+// The answer of an intent/slot task model (data/task_format.h: {"intent":...,"slots":{...}},
+// compact) as a byte automaton: what a task model's answers are constrained to by default
+// (`shrike serve`, `shrike eval --task-schema on`).
+//
+// It is not a JSON schema on purpose. It accepts what the free-form reader
+// (data::parse_task_answer) reads, restricted to the task's names: the intent one of the labels,
+// then up to max_pairs "name":"value" pairs, each name one of the slot names, in any order, a
+// name allowed to repeat (the reader keeps the last value), each value a JSON string of at most
+// max_value_chars code points. A schema would fix one order and forbid repeats, and a model that
+// writes its slots in another order, or repeats one, would be pushed to another (wrong) name.
+// Here a free-form answer that is compact, names a label and known slot names only, and keeps
+// within the two bounds is accepted token by token, so greedy decoding under the constraint
+// picks exactly the free-form tokens: the constrained answer is the free-form one and differs
+// only where the free-form answer was malformed, used a name outside the task or ran past a
+// bound.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "constrain/automaton.h"
+
+namespace shrike::constrain {
+
+// Slot values longer than this are refused: a model stuck repeating itself inside a value
+// ("5-5-5-5...") must still close the answer within its token budget. The built-in data's
+// longest value is 27 characters.
+inline constexpr int kTaskValueMaxChars = 64;
+// At most this many slots per answer, for the same reason: a model repeating one slot forever
+// must still close the answer (seen: a 2-epoch teacher looping through product/quantity pairs
+// past 96 tokens). Built-in answers hold at most 2, free-form answers of the base teachers at
+// most 5; each allowed slot is one more copy of a value's states in the automaton.
+inline constexpr int kTaskMaxSlotPairs = 8;
+
+// Throws ConstraintError when there is no intent, a name is empty or not valid UTF-8, or a bound
+// is below 1.
+Automaton task_answer_automaton(const std::vector<std::string>& intents,
+                                const std::vector<std::string>& slots,
+                                int max_value_chars = kTaskValueMaxChars,
+                                int max_pairs = kTaskMaxSlotPairs);
+
+}  // namespace shrike::constrain

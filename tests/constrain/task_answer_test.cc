@@ -1,0 +1,96 @@
+// The task answer automaton (task_answer.h): labels and slot names of the task only, slots in any
+// order and repeatable, values bounded JSON strings; and, token by token through a vocabulary
+// whose tokens cross the JSON punctuation, a free-form answer with its slots out of sorted order
+// and a name repeated is allowed at every step.
+#include "constrain/task_answer.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "constrain/constraint.h"
+#include "constrain/error.h"
+
+namespace shrike::constrain {
+namespace {
+
+const std::vector<std::string> kIntents{"cancel_order", "order_status"};
+const std::vector<std::string> kSlots{"date", "order_id"};
+
+TEST(TaskAnswer, AcceptsTheTasksNamesInAnyOrderWithRepeats) {
+  const Automaton a = task_answer_automaton(kIntents, kSlots, 8);
+  EXPECT_TRUE(a.matches(R"({"intent":"cancel_order","slots":{}})"));
+  EXPECT_TRUE(a.matches(R"({"intent":"order_status","slots":{"date":"x","order_id":"SO1"}})"));
+  EXPECT_TRUE(a.matches(R"({"intent":"order_status","slots":{"order_id":"SO1","date":"x"}})"));
+  EXPECT_TRUE(a.matches(R"({"intent":"order_status","slots":{"date":"x","date":"y"}})"));
+  EXPECT_TRUE(a.matches(R"({"intent":"order_status","slots":{"date":"a\"b\u00e9"}})"));
+  EXPECT_TRUE(
+      a.matches("{\"intent\":\"order_status\",\"slots\":{\"date\":\"\xe6\x98\x8e\xe5\xa4\xa9\"}}"));
+  EXPECT_TRUE(a.matches(R"({"intent":"order_status","slots":{"date":"12345678"}})"));
+  EXPECT_FALSE(a.matches(R"({"intent":"order_status","slots":{"date":"123456789"}})"));  // > 8
+  EXPECT_FALSE(a.matches(R"({"intent":"refund","slots":{}})"));
+  EXPECT_FALSE(a.matches(R"({"intent":"order_status","slots":{"city":"x"}})"));
+  EXPECT_FALSE(a.matches(R"({"intent":"order_status","slots":{"date":"x",}})"));
+  EXPECT_FALSE(a.matches(R"({"intent":"order_status","slots":{"date":1}})"));
+  EXPECT_FALSE(a.matches(R"({"intent":"order_status"})"));
+}
+
+TEST(TaskAnswer, BoundsTheNumberOfSlots) {
+  const Automaton a = task_answer_automaton(kIntents, kSlots, 8, 3);
+  EXPECT_TRUE(a.matches(R"({"intent":"cancel_order","slots":{"date":"1","date":"2","date":"3"}})"));
+  EXPECT_FALSE(a.matches(
+      R"({"intent":"cancel_order","slots":{"date":"1","date":"2","date":"3","date":"4"}})"));
+}
+
+TEST(TaskAnswer, WithoutSlotNamesOnlyAnEmptyObject) {
+  const Automaton a = task_answer_automaton(kIntents, {});
+  EXPECT_TRUE(a.matches(R"({"intent":"cancel_order","slots":{}})"));
+  EXPECT_FALSE(a.matches(R"({"intent":"cancel_order","slots":{"date":"x"}})"));
+}
+
+TEST(TaskAnswer, RefusesAnEmptyLabelSetOrName) {
+  EXPECT_THROW(task_answer_automaton({}, kSlots), ConstraintError);
+  EXPECT_THROW(task_answer_automaton({""}, kSlots), ConstraintError);
+  EXPECT_THROW(task_answer_automaton(kIntents, {"date", ""}), ConstraintError);
+  EXPECT_THROW(task_answer_automaton({"\xff"}, kSlots), ConstraintError);
+  EXPECT_THROW(task_answer_automaton(kIntents, kSlots, 8, 0), ConstraintError);
+}
+
+TEST(TaskAnswer, FreeFormTokensOutOfOrderAndRepeatedAreEachAllowed) {
+  // Tokens as a task BPE makes them: punctuation fused across keys and values.
+  const std::vector<std::string> pieces{"",
+                                        "{\"intent\":\"",
+                                        "order_status",
+                                        "\",\"slots\":{\"",
+                                        "order_id",
+                                        "\":\"",
+                                        "SO",
+                                        "1",
+                                        "2",
+                                        "\",\"",
+                                        "date",
+                                        "\"}}",
+                                        "\"",
+                                        "}}",
+                                        "city"};
+  std::vector<uint8_t> usable(pieces.size(), 1);
+  usable[0] = 0;
+  auto vocab = std::make_shared<const TokenVocab>(pieces, usable, /*eos=*/0, false);
+  auto c = std::make_shared<const Constraint>(task_answer_automaton(kIntents, kSlots), vocab);
+  // {"intent":"order_status","slots":{"order_id":"SO1","date":"1","order_id":"SO2"}}
+  const std::vector<int32_t> answer{1, 2, 3, 4, 5, 6, 7, 9, 10, 5, 7, 9, 4, 5, 6, 8, 11, 0};
+  ConstraintState st(c);
+  for (int32_t t : answer) {
+    ASSERT_TRUE(st.allowed_mask().test(t)) << "token " << t << " '" << pieces[size_t(t)] << "'";
+    ASSERT_TRUE(st.advance(t));
+  }
+  EXPECT_TRUE(st.is_complete());
+  // An unknown name is refused where a name starts.
+  ConstraintState other(c);
+  for (int32_t t : {1, 2, 3}) ASSERT_TRUE(other.advance(t));
+  EXPECT_FALSE(other.allowed_mask().test(14));
+  EXPECT_TRUE(other.allowed_mask().test(10));
+}
+
+}  // namespace
+}  // namespace shrike::constrain
