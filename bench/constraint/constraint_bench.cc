@@ -1,7 +1,11 @@
 // What constrained decoding costs per decode step, with real vocabularies: the cold cost (compile
 // the automaton, build the vocabulary trie once per model, compute each automaton state's mask
 // the first time it is reached) and the warm cost (cached mask lookup + applying the mask to the
-// logits + advancing the state), on the intent JSON schema, a regex and json_object.
+// logits + advancing the state), on the intent JSON schema, a regex and json_object; and the
+// task answer of a task model (constrain/task_answer.h) both with any string as a slot value and
+// with values copied from each request's utterance, where every request builds its own values
+// automaton and computes the masks of the states near and inside its values (counted in its
+// steps: "warm" then means the shared part's masks are cached, the per-request part never is).
 //
 // Outputs are drawn uniformly from the allowed tokens (random logits), so the states visited are
 // those of real constrained generations. --step-ms gives a model's decode step for the
@@ -23,6 +27,7 @@
 #include "constrain/json_schema.h"
 #include "constrain/regex.h"
 #include "constrain/spec.h"
+#include "constrain/task_answer.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 
@@ -57,15 +62,31 @@ int32_t nth_allowed(const decode::TokenBitset& m, uint64_t k) {
   return -1;
 }
 
-std::string intent_schema() {
+std::vector<std::string> intent_labels() {
   std::vector<std::string> labels;
   for (const char* d : {"order", "refund", "account", "shipping", "payment", "product"})
     for (const char* a : {"status", "cancel", "change", "complaint", "question", "other"})
       labels.push_back(std::string(d) + "_" + a);
+  return labels;
+}
+
+const std::vector<std::string> kSlotNames{"order_id", "product",  "quantity", "date",  "time",
+                                          "city",     "address",  "name",     "phone", "email",
+                                          "amount",   "currency", "reason",   "color"};
+
+// Utterances of the built-in data's kind and length, English and Chinese.
+const std::vector<std::string> kUtterances{
+    "hi team, I changed my mind, cancel order JD561901674134?",
+    "麻烦问一下，可以改到下周四配送，急用",
+    "Hey, update the payment for order #NRGMPA to Visa ending in 8953 as soon as possible",
+    "麻烦问一下，订单ORD-256099改个时间送，多谢",
+    "where is my order SO12345",
+    "Ok so do not renew my subscription after tomorrow?"};
+
+std::string intent_schema() {
+  const std::vector<std::string> labels = intent_labels();
   ojson slots = ojson::object();
-  for (const char* s : {"order_id", "product", "quantity", "date", "time", "city", "address",
-                        "name", "phone", "email", "amount", "currency", "reason", "color"})
-    slots[s] = {{"type", "string"}, {"maxLength", 24}};
+  for (const std::string& s : kSlotNames) slots[s] = {{"type", "string"}, {"maxLength", 24}};
   return ojson({{"type", "object"},
                 {"properties",
                  {{"intent", {{"enum", labels}}},
@@ -85,9 +106,15 @@ struct Row {
   int64_t steps = 0;
 };
 
+// per_request: the constraint of output i from the shared one (timed with the output's steps);
+// none: every output uses the shared one.
+using PerRequest = std::function<std::shared_ptr<const constrain::Constraint>(
+    const std::shared_ptr<const constrain::Constraint>& shared, int output)>;
+
 Row measure(const std::string& vocab_name, const tokenizer::Tokenizer& tok,
             const std::shared_ptr<const constrain::TokenVocab>& tv, double vocab_ms,
-            const std::string& name, const std::function<constrain::Automaton()>& compile) {
+            const std::string& name, const std::function<constrain::Automaton()>& compile,
+            const PerRequest& per_request = nullptr) {
   Row r;
   r.vocab = vocab_name;
   r.constraint = name;
@@ -97,7 +124,8 @@ Row measure(const std::string& vocab_name, const tokenizer::Tokenizer& tok,
   constrain::Automaton a = compile();
   r.compile_ms = ms_since(t);
   r.dfa_states = a.n_states();
-  auto c = std::make_shared<const constrain::Constraint>(std::move(a), tv);
+  const auto shared = std::make_shared<const constrain::Constraint>(std::move(a), tv);
+  auto request = [&](int i) { return per_request ? per_request(shared, i) : shared; };
 
   // Cold: generations from an empty cache, timing every constraint call; mask computations
   // timed apart too.
@@ -107,14 +135,17 @@ Row measure(const std::string& vocab_name, const tokenizer::Tokenizer& tok,
   int64_t cold_steps = 0;
   std::vector<double> mask_ms;
   for (int i = 0; i < kOutputs; ++i) {
+    t = Clock::now();
+    const auto c = request(i);
+    cold_ms += ms_since(t);
     constrain::ConstraintState st(c);
     std::vector<int32_t> out;
     while (int(out.size()) < kMaxTokens && !st.is_complete()) {
-      const int64_t before = c->masks_computed();
+      const int64_t before = c->masks_computed() + shared->masks_computed();
       t = Clock::now();
       const auto& m = st.allowed_mask();
       const double dt = ms_since(t);
-      if (c->masks_computed() > before) mask_ms.push_back(dt);
+      if (c->masks_computed() + shared->masks_computed() > before) mask_ms.push_back(dt);
       const int32_t tok_id =
           nth_allowed(m, mix(uint64_t(i) * 7919 + out.size()) % uint64_t(m.count()));
       t = Clock::now();
@@ -138,8 +169,9 @@ Row measure(const std::string& vocab_name, const tokenizer::Tokenizer& tok,
   for (int rep = 0; rep < 5; ++rep) {  // best of 5
     steps = 0;
     t = Clock::now();
-    for (const auto& out : outputs) {
-      constrain::ConstraintState st(c);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const auto& out = outputs[i];
+      constrain::ConstraintState st(request(int(i)));
       for (int32_t id : out) {
         decode::apply_token_mask(logits.data(), tok.n_vocab(), st.allowed_mask());
         st.advance(id);
@@ -151,7 +183,7 @@ Row measure(const std::string& vocab_name, const tokenizer::Tokenizer& tok,
   r.steps = steps;
   r.warm_step_us = warm_ms * 1000 / double(steps);
   // The mask application alone (the part that scales with the vocabulary).
-  constrain::ConstraintState st(c);
+  constrain::ConstraintState st(shared);
   const auto& m = st.allowed_mask();
   t = Clock::now();
   for (int i = 0; i < 1000; ++i) decode::apply_token_mask(logits.data(), tok.n_vocab(), m);
@@ -207,6 +239,20 @@ int main(int argc, char** argv) {
     const ojson schema = ojson::parse(intent_schema());
     rows.push_back(measure(name, tok, tv, vocab_ms, "intent schema",
                            [&] { return constrain::json_schema_automaton(schema); }));
+    rows.push_back(measure(name, tok, tv, vocab_ms, "task answer", [] {
+      return constrain::task_answer_automaton(intent_labels(), kSlotNames);
+    }));
+    rows.push_back(measure(
+        name, tok, tv, vocab_ms, "task answer, values from the utterance",
+        [] {
+          return constrain::task_answer_automaton(
+              intent_labels(), kSlotNames, constrain::kTaskValueMaxChars,
+              constrain::kTaskMaxSlotPairs, constrain::TaskValues::Hole);
+        },
+        [](const std::shared_ptr<const constrain::Constraint>& holes, int i) {
+          return constrain::Constraint::with_holes_filled(
+              holes, constrain::task_values_automaton(kUtterances[size_t(i) % kUtterances.size()]));
+        }));
     rows.push_back(measure(name, tok, tv, vocab_ms, "regex email", [] {
       return constrain::regex_automaton("[a-z0-9._]{1,20}@[a-z0-9]{1,12}\\.(com|org|net|de)");
     }));

@@ -5,7 +5,8 @@
 #include <stdexcept>
 
 #include "constrain/constraint.h"
-#include "constrain/spec.h"
+#include "constrain/task_answer.h"
+#include "data/task_format.h"
 #include "engine/engine.h"
 #include "train/task_prompt.h"
 
@@ -15,13 +16,15 @@ EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::To
                                       const std::vector<data::Example>& examples,
                                       const data::TaskDefinition* schema, bool jump_forward,
                                       int threads, int64_t max_answer_tokens) {
-  std::shared_ptr<const constrain::Constraint> constraint;
-  if (schema) {
-    const constrain::ConstraintSpec spec =
-        constrain::task_answer_spec(schema->intents, schema->slots);
-    constraint = std::make_shared<const constrain::Constraint>(
-        constrain::compile(spec), constrain::TokenVocab::from_tokenizer(tok));
-  }
+  // The task's answer with a hole for each slot value, compiled once; each request fills the
+  // holes with the substrings of its own utterance.
+  std::shared_ptr<const constrain::Constraint> holes;
+  if (schema)
+    holes = std::make_shared<const constrain::Constraint>(
+        constrain::task_answer_automaton(schema->intents, schema->slots,
+                                         constrain::kTaskValueMaxChars,
+                                         constrain::kTaskMaxSlotPairs, constrain::TaskValues::Hole),
+        constrain::TokenVocab::from_tokenizer(tok));
   engine::EngineConfig config;
   config.scheduler.context_length = m.config().context_length;
   config.scheduler.max_queue = int64_t(examples.size()) + 1;
@@ -36,7 +39,9 @@ EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::To
     r.prompt = train::encode_task_prompt(tok, ex.text);
     r.max_tokens = std::min(max_answer_tokens, eng.context_length() - int64_t(r.prompt.size()));
     r.sampling.temperature = 0;
-    r.constraint = constraint;
+    if (holes)  // the utterance as the prompt shows it (line breaks as spaces)
+      r.constraint = constrain::Constraint::with_holes_filled(
+          holes, constrain::task_values_automaton(data::task_utterance(ex.text)));
     engine::SubmitResult s = eng.submit(std::move(r));
     if (s.status != engine::SubmitStatus::Accepted)
       throw std::runtime_error("the engine refused an example: " + s.message);

@@ -9,7 +9,10 @@ Constraint::Constraint(Automaton automaton, std::shared_ptr<const TokenVocab> vo
     : automaton_(std::move(automaton)), vocab_(std::move(vocab)), cache_limit_(cache_bytes) {
   if (!vocab_) throw std::invalid_argument("constraint: no vocabulary");
   by_state_.resize(size_t(automaton_.n_states()) * 2);
+  find_states_near_holes();
 }
+
+namespace {
 
 // One pass over the trie in preorder, the automaton state of each depth on a stack; a dead
 // state skips the node's whole subtree. At the start, a leading ' ' node is transparent: its
@@ -17,8 +20,9 @@ Constraint::Constraint(Automaton automaton, std::shared_ptr<const TokenVocab> vo
 // that is that space alone is allowed as a no-op: SentencePiece-style tokenizers begin every
 // encoded answer with it (the dummy prefix), so a model trained on such answers emits it first,
 // and refusing it would push the model off its own distribution.
-std::shared_ptr<const TokenMask> Constraint::compute(int32_t state, bool at_start) const {
-  const TokenVocab& v = *vocab_;
+template <class Step>
+std::shared_ptr<TokenMask> walk_trie(const TokenVocab& v, int32_t state, bool at_start,
+                                     bool accepting, Step step) {
   auto m = std::make_shared<TokenMask>();
   m->allowed = decode::TokenBitset(v.size());
   const auto& nodes = v.nodes();
@@ -29,7 +33,7 @@ std::shared_ptr<const TokenMask> Constraint::compute(int32_t state, bool at_star
   for (size_t i = 1; i < nodes.size();) {
     const TokenVocab::Node& n = nodes[i];
     const bool transparent = strip && n.depth == 1 && n.byte == ' ';
-    const int32_t s = transparent ? state : automaton_.step(st[n.depth - 1], n.byte);
+    const int32_t s = transparent ? state : step(st[n.depth - 1], n.byte);
     if (s < 0) {
       i = size_t(n.skip);
       continue;
@@ -38,15 +42,38 @@ std::shared_ptr<const TokenMask> Constraint::compute(int32_t state, bool at_star
     for (int32_t k = n.tok_begin; k < n.tok_end; ++k) m->allowed.set(toks[size_t(k)]);
     ++i;
   }
-  if (v.eos() >= 0 && automaton_.accepting(state)) m->allowed.set(v.eos());
+  if (v.eos() >= 0 && accepting) m->allowed.set(v.eos());
   m->count = m->allowed.count();
   if (m->count == 1) m->only = int32_t(m->allowed.first());
   return m;
 }
 
+}  // namespace
+
+std::shared_ptr<const TokenMask> Constraint::compute(int32_t state, bool at_start) const {
+  if (!holes_)
+    return walk_trie(*vocab_, state, at_start, automaton_.accepting(state),
+                     [this](int32_t s, uint8_t b) { return automaton_.step(s, b); });
+  return walk_trie(*vocab_, state, at_start, accepting(state),
+                   [this](int32_t s, uint8_t b) { return step(s, b); });
+}
+
 std::shared_ptr<const TokenMask> Constraint::mask(int32_t state, bool at_start) const {
-  if (state < 0 || state >= automaton_.n_states())
+  if (state < 0 || state >= n_states())
     throw std::out_of_range("constraint: automaton state out of range");
+  if (holes_) {
+    if (state < holes_->automaton_.n_states() && !holes_->near_hole_[size_t(state)])
+      return holes_->mask(state, at_start);  // shared and cached across requests
+    const int32_t key = state * 2 + (at_start && vocab_->strip_leading_space());
+    {
+      std::lock_guard lock(mu_);
+      if (const auto it = local_.find(key); it != local_.end()) return it->second;
+    }
+    std::shared_ptr<const TokenMask> m = compute(state, at_start);
+    std::lock_guard lock(mu_);
+    ++computed_;
+    return local_.emplace(key, std::move(m)).first->second;
+  }
   const size_t slot = size_t(state) * 2 + (at_start && vocab_->strip_leading_space());
   {
     std::lock_guard lock(mu_);
@@ -78,8 +105,110 @@ int32_t Constraint::next(int32_t state, bool at_start, int32_t token) const {
     b.remove_prefix(1);
     if (b.empty()) return state;  // the dropped space alone: nothing is output
   }
-  return automaton_.walk(state, b);
+  if (!holes_) return automaton_.walk(state, b);
+  for (char c : b)
+    if ((state = step(state, uint8_t(c))) < 0) break;
+  return state;
 }
+
+int32_t Constraint::step(int32_t state, uint8_t byte) const {
+  if (!holes_) return automaton_.step(state, byte);
+  if (state < 0) return kDead;
+  const Automaton& a = holes_->automaton_;
+  const int32_t n_base = a.n_states(), n_fill = fill_.n_states();
+  // Into a base state; a hole state is entered as its fill's start.
+  auto enter = [&](int32_t t) {
+    if (t < 0) return kDead;
+    const int32_t hole = hole_index_[size_t(t)];
+    return hole < 0 ? t : n_base + hole * n_fill + fill_.start();
+  };
+  if (state < n_base) return enter(a.step(state, byte));
+  const int32_t hole = (state - n_base) / n_fill, f = (state - n_base) % n_fill;
+  // Where the fill may end, the bytes after the hole take over (the fill never shares a first
+  // byte with them: the caller's contract, e.g. JSON string content and its closing quote).
+  if (fill_.accepting(f)) {
+    const int32_t after = a.step(a.step(hole_states_[size_t(hole)], kHoleByte), byte);
+    if (after >= 0) return enter(after);
+  }
+  const int32_t g = fill_.step(f, byte);
+  return g < 0 ? kDead : n_base + hole * n_fill + g;
+}
+
+bool Constraint::accepting(int32_t state) const {
+  if (!holes_) return automaton_.accepting(state);
+  return state >= 0 && state < holes_->automaton_.n_states() && holes_->automaton_.accepting(state);
+}
+
+int32_t Constraint::n_states() const {
+  if (!holes_) return automaton_.n_states();
+  return holes_->automaton_.n_states() + int32_t(hole_states_.size()) * fill_.n_states();
+}
+
+std::string Constraint::forced_bytes(int32_t state) const {
+  if (!holes_) return automaton_.forced_bytes(state);
+  std::string out;
+  // As Automaton::forced_bytes, over the spliced states.
+  while (state >= 0 && !accepting(state) && out.size() < size_t(n_states())) {
+    int32_t only = -1, next = kDead;
+    for (int b = 0; b < 256; ++b) {
+      const int32_t t = step(state, uint8_t(b));
+      if (t < 0) continue;
+      if (only >= 0) return out;
+      only = b;
+      next = t;
+    }
+    if (only < 0) break;
+    out.push_back(char(only));
+    state = next;
+  }
+  return out;
+}
+
+void Constraint::find_states_near_holes() {
+  const Automaton& a = automaton_;
+  const int32_t n = a.n_states();
+  bool any = false;
+  for (int32_t s = 0; s < n && !any; ++s) any = a.step(s, kHoleByte) >= 0;
+  if (!any) return;
+  // Distance in bytes from each state to the nearest hole state (reverse breadth-first search).
+  std::vector<std::vector<int32_t>> preds(static_cast<size_t>(n));
+  for (int32_t s = 0; s < n; ++s)
+    for (int b = 0; b < 256; ++b)
+      if (b != kHoleByte)
+        if (const int32_t t = a.step(s, uint8_t(b)); t >= 0) preds[size_t(t)].push_back(s);
+  std::vector<int32_t> dist(size_t(n), -1), queue;
+  for (int32_t s = 0; s < n; ++s)
+    if (a.step(s, kHoleByte) >= 0) dist[size_t(s)] = 0, queue.push_back(s);
+  for (size_t q = 0; q < queue.size(); ++q)
+    for (int32_t p : preds[size_t(queue[q])])
+      if (dist[size_t(p)] < 0) dist[size_t(p)] = dist[size_t(queue[q])] + 1, queue.push_back(p);
+  near_hole_.assign(size_t(n), 0);
+  for (int32_t s = 0; s < n; ++s)
+    near_hole_[size_t(s)] = dist[size_t(s)] >= 0 && dist[size_t(s)] <= vocab_->max_depth();
+}
+
+std::shared_ptr<const Constraint> Constraint::with_holes_filled(
+    std::shared_ptr<const Constraint> holes, Automaton fill) {
+  if (!holes || holes->holes_ || holes->near_hole_.empty())
+    throw std::invalid_argument("constraint: with_holes_filled needs a constraint with holes");
+  auto c = std::shared_ptr<Constraint>(new Constraint(holes->vocab_));
+  const Automaton& a = holes->automaton_;
+  c->hole_index_.assign(size_t(a.n_states()), -1);
+  for (int32_t s = 0; s < a.n_states(); ++s) {
+    if (a.step(s, kHoleByte) < 0) continue;
+    for (int b = 0; b < 256; ++b)
+      if (b != kHoleByte && a.step(s, uint8_t(b)) >= 0)
+        throw std::invalid_argument("constraint: a hole state with another edge");
+    c->hole_index_[size_t(s)] = int32_t(c->hole_states_.size());
+    c->hole_states_.push_back(s);
+  }
+  c->fill_ = std::move(fill);
+  c->holes_ = std::move(holes);
+  return c;
+}
+
+Constraint::Constraint(std::shared_ptr<const TokenVocab> vocab)
+    : vocab_(std::move(vocab)), cache_limit_(0) {}
 
 int64_t Constraint::masks_computed() const {
   std::lock_guard lock(mu_);

@@ -30,6 +30,10 @@ struct TokenMask {
   int32_t only = -1;  // the allowed token when count == 1
 };
 
+// The byte no UTF-8 text contains: an automaton uses it to mark a hole, where a per-request
+// automaton is spliced in (Constraint::with_holes_filled).
+inline constexpr uint8_t kHoleByte = 0xFF;
+
 class Constraint {
  public:
   // Masks of distinct content are kept up to cache_bytes; past that they are computed per call
@@ -37,8 +41,28 @@ class Constraint {
   Constraint(Automaton automaton, std::shared_ptr<const TokenVocab> vocab,
              size_t cache_bytes = size_t(64) << 20);
 
+  // A per-request constraint: `holes` (shared, compiled once) with each kHoleByte edge replaced
+  // by a copy of `fill` (built for this request, e.g. the substrings of its utterance). A hole
+  // state (one with a kHoleByte edge) is entered as fill's start; where fill accepts, the bytes
+  // holes allows after its kHoleByte edge continue. States of `holes` that no token reaches a
+  // hole from keep the shared constraint's cached masks; the others, and the states inside the
+  // fill, have their masks computed and cached for this request only (few, and cheap: the
+  // walks are pruned by the fill's narrow language). Throws std::invalid_argument when `holes`
+  // has no hole or a hole state has another edge too.
+  static std::shared_ptr<const Constraint> with_holes_filled(
+      std::shared_ptr<const Constraint> holes, Automaton fill);
+
+  // The automaton of a plain constraint; of a filled one, the shared automaton with holes.
   const Automaton& automaton() const { return automaton_; }
   const TokenVocab& vocab() const { return *vocab_; }
+
+  // The state after `byte` (kDead: refused), over this constraint's own states (a filled
+  // constraint's include the fill's copies).
+  int32_t step(int32_t state, uint8_t byte) const;
+  bool accepting(int32_t state) const;
+  int32_t n_states() const;
+  // The bytes every continuation from `state` must begin with (see Automaton::forced_bytes).
+  std::string forced_bytes(int32_t state) const;
 
   // The tokens allowed in `state`: usable tokens whose bytes keep the automaton alive, plus EOS
   // where the state accepts. at_start: the first output token, whose leading ' ' the
@@ -53,8 +77,21 @@ class Constraint {
 
  private:
   std::shared_ptr<const TokenMask> compute(int32_t state, bool at_start) const;
+  // For a constraint with holes: which states some token may carry into a hole (a walk of at
+  // most the vocabulary's longest token reaches a hole state).
+  void find_states_near_holes();
 
   Automaton automaton_;
+  std::vector<uint8_t> near_hole_;  // [state], empty when the automaton has no hole
+  // A filled constraint: the shared one with holes, the fill, and the hole states in order
+  // (hole i's fill states are numbered base_states + i * fill.n_states() + fill state).
+  std::shared_ptr<const Constraint> holes_;
+  Automaton fill_;
+  std::vector<int32_t> hole_states_;
+  std::vector<int32_t> hole_index_;  // [state of holes_] -> hole number or -1
+  mutable std::unordered_map<int32_t, std::shared_ptr<const TokenMask>> local_;  // filled: masks
+  explicit Constraint(std::shared_ptr<const TokenVocab> vocab);  // an empty filled constraint
+
   std::shared_ptr<const TokenVocab> vocab_;
   size_t cache_limit_;
   mutable std::mutex mu_;
@@ -77,10 +114,10 @@ class ConstraintState {
   // token. Does not advance; at most `max` tokens.
   std::vector<int32_t> forced_tokens(size_t max = 512) const;
   // The bytes every continuation must begin with (text-level jump-forward).
-  std::string forced_text() const { return c_->automaton().forced_bytes(state_); }
+  std::string forced_text() const { return c_->forced_bytes(state_); }
 
   // The text so far is a complete match: EOS is allowed now.
-  bool accepting() const { return c_->automaton().accepting(state_); }
+  bool accepting() const { return c_->accepting(state_); }
   // Nothing but EOS may follow (or EOS has been consumed): the request can finish.
   bool is_complete() const;
   int32_t state() const { return state_; }

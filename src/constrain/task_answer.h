@@ -16,6 +16,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "constrain/automaton.h"
@@ -32,11 +33,24 @@ inline constexpr int kTaskValueMaxChars = 64;
 // most 5; each allowed slot is one more copy of a value's states in the automaton.
 inline constexpr int kTaskMaxSlotPairs = 8;
 
+// What a slot value may be: any JSON string of at most max_value_chars code points, or a hole
+// (one kHoleByte between the quotes, constraint.h) that each request fills with the values of
+// its own utterance (task_values_automaton) through Constraint::with_holes_filled.
+enum class TaskValues { AnyString, Hole };
+
 // Throws ConstraintError when there is no intent, a name is empty or not valid UTF-8, or a bound
 // is below 1.
 Automaton task_answer_automaton(const std::vector<std::string>& intents,
                                 const std::vector<std::string>& slots,
                                 int max_value_chars = kTaskValueMaxChars,
-                                int max_pairs = kTaskMaxSlotPairs);
+                                int max_pairs = kTaskMaxSlotPairs,
+                                TaskValues values = TaskValues::AnyString);
+
+// The slot values an utterance allows: its non-empty substrings, cut at character boundaries,
+// as JSON string content (each character as data::task_answer writes it: raw UTF-8, with '"',
+// '\\' and control characters escaped; invalid UTF-8 as U+FFFD). The gold values of the built-in
+// data are always such substrings. About 2 DFA states per byte of the text (the substring
+// automaton of a string is linear in its length). Throws ConstraintError for an empty text.
+Automaton task_values_automaton(std::string_view utterance);
 
 }  // namespace shrike::constrain

@@ -67,6 +67,11 @@ std::string task_prompt(std::string_view text) {
   return out;
 }
 
+std::string task_utterance(std::string_view text) {
+  const std::string p = task_prompt(text);
+  return p.substr(kTaskInstruction.size(), p.size() - kTaskInstruction.size() - 1);
+}
+
 std::string task_answer(const Example& example) {
   nlohmann::ordered_json j;
   j["intent"] = example.intent;

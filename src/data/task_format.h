@@ -22,6 +22,9 @@ inline constexpr std::string_view kTaskInstruction = "intent+slots: ";
 // line breaks inside the text become spaces: the separator is then the prompt's only newline.
 // The trainer tokenizes prompt (with BOS) and answer (with EOS) separately and concatenates them.
 std::string task_prompt(std::string_view text);
+// The utterance as task_prompt() shows it to the model (line breaks as spaces): what slot values
+// can be copied from.
+std::string task_utterance(std::string_view text);
 
 // {"intent":...,"slots":{...}} with no spaces, slot names in std::map order, UTF-8 written raw
 // (only '"', '\\' and control characters are escaped; invalid UTF-8 becomes U+FFFD).

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "data/task_format.h"
 #include "engine/engine.h"
 #include "server/api_key.h"
 #include "server/generation_request.h"
@@ -596,10 +597,16 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
   }
   const tokenizer::Tokenizer& tok = eng->tokenizer();
   auto request = to_generation_request(
-      p, RequestContext{
-             tok, model->instance().chat_format, eng->model().config().add_bos,
-             eng->context_length(), model->name(), opt.request_timeout_s, random64(), Clock::now(),
-             [&](const constrain::ConstraintSpec& spec) { return model->compile(spec); }});
+      p, RequestContext{tok, model->instance().chat_format, eng->model().config().add_bos,
+                        eng->context_length(), model->name(), opt.request_timeout_s, random64(),
+                        Clock::now(), [&](const constrain::ConstraintSpec& spec) {
+                          // The task's own prompt format: slot values come from its utterance.
+                          if (p.constraint_param == "task schema" && ep == Endpoint::Completions &&
+                              !p.prompt_is_tokens)
+                            if (const auto u = model->task_utterance(p.prompt_text))
+                              return model->task_constraint(*u);
+                          return model->compile(spec);
+                        }});
   if (const auto* e = std::get_if<ApiError>(&request)) return send_error(res, *e);
 
   engine::SubmitResult sub = eng->submit(std::move(std::get<engine::GenerationRequest>(request)));
@@ -723,7 +730,8 @@ void HttpServer::Impl::intent(const httplib::Request& req, httplib::Response& re
   engine::Engine* eng = &model->engine();
   const tokenizer::Tokenizer& tok = eng->tokenizer();
   std::shared_ptr<const constrain::Constraint> constraint;
-  if (model->default_spec()) constraint = model->compile(*model->default_spec());
+  if (model->default_spec())
+    constraint = model->task_constraint(data::task_utterance(std::get<std::string>(text)));
   // The task's prompts start with BOS (train::encode_task_prompt), whatever the model's default.
   auto request = intent_generation_request(*task, tok, std::get<std::string>(text),
                                            std::move(constraint), true, eng->context_length());

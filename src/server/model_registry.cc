@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "constrain/task_answer.h"
+
 namespace shrike::server {
 
 ServedModel::ServedModel(std::unique_ptr<ModelInstance> instance) : inst_(std::move(instance)) {
@@ -12,7 +14,30 @@ ServedModel::ServedModel(std::unique_ptr<ModelInstance> instance) : inst_(std::m
         constrain::task_answer_spec(inst_->task->intents, inst_->task->slots);
     default_spec_ = spec;
     compile(spec);
+    task_holes_ = std::make_shared<const constrain::Constraint>(
+        constrain::task_answer_automaton(inst_->task->intents, inst_->task->slots,
+                                         constrain::kTaskValueMaxChars,
+                                         constrain::kTaskMaxSlotPairs, constrain::TaskValues::Hole),
+        constraints_->vocab());
   }
+}
+
+std::shared_ptr<const constrain::Constraint> ServedModel::task_constraint(
+    std::string_view utterance) {
+  if (!task_holes_ || utterance.empty()) return compile(*default_spec_);
+  return constrain::Constraint::with_holes_filled(task_holes_,
+                                                  constrain::task_values_automaton(utterance));
+}
+
+std::optional<std::string> ServedModel::task_utterance(std::string_view prompt) const {
+  if (!inst_->task) return std::nullopt;
+  const std::string& head = inst_->task->instruction;
+  if (prompt.size() <= head.size() + 1 || prompt.substr(0, head.size()) != head ||
+      prompt.back() != '\n')
+    return std::nullopt;
+  const std::string_view text = prompt.substr(head.size(), prompt.size() - head.size() - 1);
+  if (text.find('\n') != std::string_view::npos) return std::nullopt;
+  return std::string(text);
 }
 
 std::shared_ptr<const constrain::Constraint> ServedModel::compile(

@@ -11,6 +11,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "constrain/cache.h"
@@ -56,12 +57,20 @@ class ServedModel {
   std::shared_ptr<const constrain::Constraint> compile(const constrain::ConstraintSpec& spec);
   // The task's schema when it constrains requests by default.
   const std::optional<constrain::ConstraintSpec>& default_spec() const { return default_spec_; }
+  // With default_spec(): the task's answer for one utterance, slot values restricted to its
+  // substrings (constrain/task_answer.h); the rest of the answer keeps the masks shared by
+  // every request.
+  std::shared_ptr<const constrain::Constraint> task_constraint(std::string_view utterance);
+  // The utterance of a completions prompt written in the task's format (instruction +
+  // utterance + "\n", task_format.h), or none.
+  std::optional<std::string> task_utterance(std::string_view prompt) const;
 
  private:
   std::unique_ptr<ModelInstance> inst_;
   std::once_flag constraints_once_;
   std::unique_ptr<constrain::ConstraintCache> constraints_;
   std::optional<constrain::ConstraintSpec> default_spec_;
+  std::shared_ptr<const constrain::Constraint> task_holes_;  // the answer with a hole per value
 };
 
 class ModelRegistry {

@@ -99,6 +99,9 @@ TEST_F(TaskServer, IntentRouteAnswersInTheLabelSet) {
     ASSERT_TRUE(j["intent"].is_string()) << r.body;
     EXPECT_TRUE(labels_->count(j["intent"].get<std::string>())) << r.body;
     EXPECT_TRUE(j["slots"].is_object()) << r.body;
+    // Slot values are copied from the utterance: the constraint allows nothing else.
+    for (const auto& [name, value] : j["slots"].items())
+      EXPECT_NE(text.find(value.get<std::string>()), std::string::npos) << text << ": " << r.body;
     EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 2);
     EXPECT_GT(j["usage"]["completion_tokens"].get<int>(), 0);
     EXPECT_GT(j["timing"]["model_steps"].get<int>(), 0);
@@ -122,6 +125,9 @@ TEST_F(TaskServer, CompletionsUseTheTaskSchemaByDefault) {
     // /v1/intent reads the same answer.
     const json i = post(task_->port(), "/v1/intent", json{{"text", text}}.dump()).parsed();
     EXPECT_EQ(i["intent"], a["intent"]);
+    EXPECT_EQ(i["slots"], a["slots"]);  // the task's prompt: values from its utterance, too
+    for (const auto& [name, value] : a["slots"].items())
+      EXPECT_NE(text.find(value.get<std::string>()), std::string::npos) << text << ": " << answer;
   }
   // A request's own constraint wins over the default.
   const Reply own =
