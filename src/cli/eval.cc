@@ -7,6 +7,7 @@
 //           positions (sequences encoded exactly as training encodes them).
 //   --task-schema on|off: the answers come from the serving engine (f32 cache, batch-invariant),
 //           constrained to the model's task schema or free-form, so the two compare on one path;
+//           --task-values utterance|any: slot values copied from the utterance (default) or any;
 //           also the share of answers that parse and name a label, and model calls per answer.
 //   --kv-type (and the int8-mixed options): the KV cache MODEL runs with, REF staying f32; so
 //           `-m M --ref M --kv-type int8` measures what the cache alone costs.
@@ -44,8 +45,9 @@ struct EvalArgs {
   // The KV cache MODEL runs with (REF always runs f32).
   KvCacheArgs kv_args{"f32", {}};
   kv::KvCacheOptions kv;
-  int64_t kv_chunk = -1;    // -1: 1 for int8-mixed, else 0
-  std::string task_schema;  // "", "on" or "off"
+  int64_t kv_chunk = -1;                  // -1: 1 for int8-mixed, else 0
+  std::string task_schema;                // "", "on" or "off"
+  std::string task_values = "utterance";  // with --task-schema on: "utterance" or "any"
   bool no_jump_forward = false;
 };
 
@@ -63,7 +65,8 @@ std::vector<std::string> engine_answers(const EvalArgs& a, const model::Model& m
                                 " carries no task definition (shrike.task.*, written by shrike "
                                 "train)");
   const EngineTaskAnswers r =
-      engine_task_answers(model, tok, examples, on ? &*task : nullptr, !a.no_jump_forward, threads);
+      engine_task_answers(model, tok, examples, on ? &*task : nullptr, !a.no_jump_forward, threads,
+                          a.task_values == "utterance");
   int64_t steps = 0, tokens = 0, parsed = 0, labelled = 0;
   for (size_t i = 0; i < r.texts.size(); ++i) {
     steps += r.model_steps[i];
@@ -77,9 +80,12 @@ std::vector<std::string> engine_answers(const EvalArgs& a, const model::Model& m
   std::printf(
       "answers through the engine, task schema %s, jump-forward %s: %.2f model calls and "
       "%.2f tokens per answer; %lld/%zu parse, %lld name an intent of the label set\n",
-      on ? "on" : "off", a.no_jump_forward ? "off" : "on", double(steps) / n, double(tokens) / n,
-      (long long)parsed, r.texts.size(), (long long)labelled);
+      on ? (a.task_values == "utterance" ? "on (values from the utterance)" : "on (any values)")
+         : "off",
+      a.no_jump_forward ? "off" : "on", double(steps) / n, double(tokens) / n, (long long)parsed,
+      r.texts.size(), (long long)labelled);
   json["task_schema"] = on;
+  if (on) json["task_values"] = a.task_values;
   json["jump_forward"] = !a.no_jump_forward;
   json["model_steps_per_answer"] = double(steps) / n;
   json["tokens_per_answer"] = double(tokens) / n;
@@ -273,6 +279,10 @@ Runner add_eval(CLI::App& app) {
                  "--task answers through the serving engine, constrained to the model's task "
                  "schema (on) or free-form (off)")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--task-values", a->task_values,
+                 "with --task-schema on: slot values copied from the utterance (utterance, as "
+                 "serve does for the task's prompts) or any string up to 64 characters (any)")
+      ->check(CLI::IsMember({"utterance", "any"}));
   app.add_flag("--no-jump-forward", a->no_jump_forward,
                "with --task-schema on: step through forced tokens one model call each");
   app.add_option("--ctx", a->ctx, "tokens per --text window (default: min(context, 256))")

@@ -15,15 +15,17 @@ namespace shrike::cli {
 EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
                                       const std::vector<data::Example>& examples,
                                       const data::TaskDefinition* schema, bool jump_forward,
-                                      int threads, int64_t max_answer_tokens) {
+                                      int threads, bool values_from_utterance,
+                                      int64_t max_answer_tokens) {
   // The task's answer with a hole for each slot value, compiled once; each request fills the
   // holes with the substrings of its own utterance.
   std::shared_ptr<const constrain::Constraint> holes;
   if (schema)
     holes = std::make_shared<const constrain::Constraint>(
-        constrain::task_answer_automaton(schema->intents, schema->slots,
-                                         constrain::kTaskValueMaxChars,
-                                         constrain::kTaskMaxSlotPairs, constrain::TaskValues::Hole),
+        constrain::task_answer_automaton(
+            schema->intents, schema->slots, constrain::kTaskValueMaxChars,
+            constrain::kTaskMaxSlotPairs,
+            values_from_utterance ? constrain::TaskValues::Hole : constrain::TaskValues::AnyString),
         constrain::TokenVocab::from_tokenizer(tok));
   engine::EngineConfig config;
   config.scheduler.context_length = m.config().context_length;
@@ -39,7 +41,8 @@ EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::To
     r.prompt = train::encode_task_prompt(tok, ex.text);
     r.max_tokens = std::min(max_answer_tokens, eng.context_length() - int64_t(r.prompt.size()));
     r.sampling.temperature = 0;
-    if (holes)  // the utterance as the prompt shows it (line breaks as spaces)
+    r.constraint = holes;
+    if (holes && values_from_utterance)  // the utterance as the prompt shows it
       r.constraint = constrain::Constraint::with_holes_filled(
           holes, constrain::task_values_automaton(data::task_utterance(ex.text)));
     engine::SubmitResult s = eng.submit(std::move(r));

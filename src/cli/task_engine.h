@@ -21,11 +21,14 @@ struct EngineTaskAnswers {
 };
 
 // schema: the task whose schema constrains the answers, or null for free-form answers.
+// values_from_utterance: slot values are substrings of each example's utterance (as serve does
+// for the task's prompts), else any string (as serve does for other prompts).
 // The engine runs with an f32 KV cache and batch-invariant products, so answers do not depend on
 // what else is batched. Throws std::runtime_error when an answer fails.
 EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
                                       const std::vector<data::Example>& examples,
                                       const data::TaskDefinition* schema, bool jump_forward,
-                                      int threads, int64_t max_answer_tokens = 96);
+                                      int threads, bool values_from_utterance = true,
+                                      int64_t max_answer_tokens = 96);
 
 }  // namespace shrike::cli

@@ -29,9 +29,11 @@ namespace shrike::constrain {
 inline constexpr int kTaskValueMaxChars = 64;
 // At most this many slots per answer, for the same reason: a model repeating one slot forever
 // must still close the answer (seen: a 2-epoch teacher looping through product/quantity pairs
-// past 96 tokens). Built-in answers hold at most 2, free-form answers of the base teachers at
-// most 5; each allowed slot is one more copy of a value's states in the automaton.
-inline constexpr int kTaskMaxSlotPairs = 8;
+// past 96 tokens, and with 8 allowed the demo's small teacher looping inside 64-character
+// addresses: 2-4 of 800 answers cut). Built-in answers hold at most 2, free-form answers of the
+// teachers measured at most 5 (one, degenerate); each allowed slot is one more copy of a
+// value's states in the automaton.
+inline constexpr int kTaskMaxSlotPairs = 4;
 
 // What a slot value may be: any JSON string of at most max_value_chars code points, or a hole
 // (one kHoleByte between the quotes, constraint.h) that each request fills with the values of
