@@ -294,7 +294,9 @@ Report run_optimize(const OptimizeOptions& o) {
     run.add_threads(argv);
     run.build("eval " + fs::path(model).filename().string() +
                   (schema ? " (task schema)" : " (KV " + kv + ")") + " on " + split,
-              dst, argv, {model, d + "/" + split + ".jsonl"}, kEvalTimeout);
+              // The binary is an input here (not for the models): how answers are decoded and
+              // scored changes with it, and a rerun after a rebuild must not show old scores.
+              dst, argv, {model, d + "/" + split + ".jsonl", o.shrike_bin}, kEvalTimeout);
     return scores_of(dst);
   };
 
