@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
       "the highest bursty arrival rate a server sustains within a latency budget (as optimize "
       "measures each stage)",
       shrike::cli::add_max_rate);
+  add("soak",
+      "mixed and hostile traffic against shrike serve for a bounded time, with a verdict per "
+      "criterion (errors, lost requests, memory growth, KV blocks, /health)",
+      shrike::cli::add_soak);
   add("optimize",
       "build, serve and measure every optimisation stage of a task model: the staged report",
       [&](CLI::App& sub) { return shrike::cli::add_optimize(sub, argc, argv); });
