@@ -133,13 +133,20 @@ class Soak {
     std::string why;
     const SoakOutcome o =
         judge_soak_reply(req, reply.status, reply.body, reply.hung_up, reply.transport_error, &why);
-    std::lock_guard<std::mutex> lock(mu_);
-    ++summary_.counts[size_t(req.kind)][size_t(o)];
-    if (!why.empty() && o != SoakOutcome::kRejected4xx && summary_.failures.size() < 20) {
-      if (reply.transport_error) why += " (" + reply.error + ")";
-      summary_.failures.push_back(std::string(soak_kind_name(req.kind)) + " at " +
-                                  std::to_string(int(elapsed())) + " s: " + why);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++summary_.counts[size_t(req.kind)][size_t(o)];
+      if (!why.empty() && o != SoakOutcome::kRejected4xx && summary_.failures.size() < 20) {
+        if (reply.transport_error) why += " (" + reply.error + ")";
+        summary_.failures.push_back(std::string(soak_kind_name(req.kind)) + " at " +
+                                    std::to_string(int(elapsed())) + " s: " + why);
+      }
     }
+    // A refused client waits a little (the server says Retry-After: 1) instead of spinning on
+    // 429s for the whole burst; shorter than a second so the queue is probed again while full.
+    if (o == SoakOutcome::kRefused429 || o == SoakOutcome::kRefused503)
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::uniform_int_distribution<int>(50, 250)(rng)));
   }
 
   void client_loop(int i) {

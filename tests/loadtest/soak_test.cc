@@ -1,5 +1,5 @@
 // The short soak (label soak_test): `shrike soak` starts `shrike serve` on stories260K and sends
-// 25 s of mixed traffic (plain, streamed, chat, clients leaving mid-stream, deadlines, prompts at
+// 20 s of mixed traffic (plain, streamed, chat, clients leaving mid-stream, deadlines, prompts at
 // the context limit, malformed requests, bursts above capacity); every criterion must pass. The
 // 30-minute run is the same command with a longer --duration (docs/RESULTS.md).
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@ TEST(Soak, ShortSoakOfStories260KPassesEveryCriterion) {
   // touch most of what the server will ever hold); the 30-minute run uses the default 10%.
   const auto r = ::shrike::testing::run_shrike(
       "soak --serve '" + model +
-      "' --duration 25 --warmup-share 0.25 --burst-every 6 --quiet --serve-arg --threads "
+      "' --duration 20 --warmup-share 0.25 --burst-every 6 --quiet --serve-arg --threads "
       "--serve-arg 1");
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("verdict: PASS"), std::string::npos) << r.out;
