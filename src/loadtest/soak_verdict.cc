@@ -194,6 +194,18 @@ std::string soak_report(const SoakSummary& s, const std::vector<SoakVerdict>& ve
   for (size_t c = 0; c < size_t(SoakOutcome::kCount); ++c)
     o << ' ' << soak_count(s, SoakOutcome(c)) << " |";
   o << "\n";
+  if (!s.rss.empty()) {
+    // The memory curve in tenths of the run (the sample nearest each mark): a leak climbs
+    // steadily, warm-up effects (allocator arenas, thread stacks first touched) level off.
+    o << "\nServer VmRSS (MiB) by tenth of the run:";
+    size_t i = 0;
+    for (int tenth = 0; tenth <= 10; ++tenth) {
+      const double t = s.duration_s * tenth / 10;
+      while (i + 1 < s.rss.size() && s.rss[i + 1].t_s <= t) ++i;
+      o << (tenth ? ", " : " ") << tenth * 10 << "%: " << fmt("%.1f", s.rss[i].bytes / 1048576.0);
+    }
+    o << "; end: " << fmt("%.1f", s.rss.back().bytes / 1048576.0) << '\n';
+  }
   if (!s.failures.empty()) {
     o << "\nFirst unexpected answers:\n\n";
     for (const auto& f : s.failures) o << "- " << f << '\n';
