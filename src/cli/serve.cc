@@ -6,6 +6,7 @@
 // then it exits 0.
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -62,8 +63,29 @@ struct ServeArgs {
   bool no_task_schema = false;
   double drain_timeout_s = 30;
   double max_body_mb = 8;
+  double max_header_kb = 16;
   SpecArgs spec;
 };
+
+// Every open connection is a file descriptor: raise the soft limit to the hard one, and hold
+// --max-connections below what that allows (model files, sockets and pipes need some too).
+void fit_connections_to_fd_limit(server::ServerOptions& o) {
+  constexpr size_t kReserve = 256;
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
+  if (r.rlim_cur < r.rlim_max && r.rlim_cur < o.max_connections + kReserve) {
+    r.rlim_cur = r.rlim_max == RLIM_INFINITY ? rlim_t(o.max_connections + kReserve) : r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+    getrlimit(RLIMIT_NOFILE, &r);
+  }
+  if (r.rlim_cur != RLIM_INFINITY && o.max_connections + kReserve > r.rlim_cur) {
+    const size_t fit = r.rlim_cur > 2 * kReserve ? size_t(r.rlim_cur) - kReserve : 16;
+    std::fprintf(stderr,
+                 "shrike serve: --max-connections %zu lowered to %zu (open-file limit %llu)\n",
+                 o.max_connections, fit, (unsigned long long)r.rlim_cur);
+    o.max_connections = fit;
+  }
+}
 
 // Signals arrive as bytes on a pipe (the handler does nothing else, as async-signal safety
 // requires); a watcher thread reads them. Byte 0 wakes the watcher without a signal.
@@ -336,6 +358,8 @@ size_t kv_min_bytes(const ServeArgs& a, size_t budget, size_t n_models) {
 int run_serve(ServeArgs a) {
   const std::vector<ModelSpec> specs = model_specs(a);
   a.server.max_body_bytes = size_t(a.max_body_mb * 1024 * 1024);
+  a.server.max_header_bytes = size_t(a.max_header_kb * 1024);
+  fit_connections_to_fd_limit(a.server);
   a.server.vllm_metrics = a.metrics_compat == "vllm";
   // Each model may hold max-seqs streams, each holding a worker: a burst on one model must not
   // leave another model's requests queued for a worker.
@@ -519,9 +543,40 @@ Runner add_serve(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--http-threads", a->server.http_threads,
-                 "HTTP worker threads; each open connection holds one (default: max(64, models x "
-                 "(max-seqs + 32)))")
+                 "HTTP worker threads answering complete requests; a stream holds one (default: "
+                 "max(64, models x (max-seqs + 32)))")
       ->check(CLI::NonNegativeNumber);
+  // Slow and hostile clients: docs/SECURITY.md, "Limits of shrike serve".
+  app.add_option("--header-timeout", a->server.header_timeout_s,
+                 "seconds a request's head (request line and headers) may take to arrive, from "
+                 "its first byte or the connection; then 408")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--body-timeout", a->server.body_timeout_s,
+                 "seconds a request's body may take to arrive after its head; then 408")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--keep-alive-timeout", a->server.keep_alive_timeout_s,
+                 "seconds an idle keep-alive connection stays open")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--write-timeout", a->server.write_timeout_s,
+                 "seconds a response write waits for the client to read; then the connection "
+                 "closes and its request is cancelled")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-connections", a->server.max_connections,
+                 "open connections; beyond it the oldest not being answered is closed, or the "
+                 "new one refused (503)")
+      ->check(CLI::Range(size_t(1), size_t(1) << 20))
+      ->capture_default_str();
+  app.add_option("--max-header-kb", a->max_header_kb,
+                 "largest request head (request line and headers) in KiB; larger get 431")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-headers", a->server.max_headers, "most header lines; more get 431")
+      ->check(CLI::Range(size_t(1), size_t(100000)))
+      ->capture_default_str();
   return [a] { return run_serve(*a); };
 }
 

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -15,6 +16,8 @@
 #include "data/task_format.h"
 #include "engine/engine.h"
 #include "server/api_key.h"
+#include "server/connection_front.h"
+#include "server/front_stream.h"
 #include "server/generation_request.h"
 #include "server/intent_route.h"
 #include "server/openai_protocol.h"
@@ -210,13 +213,110 @@ void stream_reply(httplib::Response& res, std::shared_ptr<StreamJob> job) {
       });
 }
 
+// httplib's accept loop, with each accepted socket handed to the connection front instead of a
+// worker of its own; workers call answer() once the front holds a complete request.
+class FrontedServer : public httplib::Server {
+ public:
+  std::function<void(int)> adopt;
+  bool answer(httplib::Stream& strm, bool last, bool& connection_closed) {
+    return process_request(strm, last, connection_closed, nullptr);
+  }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    adopt(sock);
+    return true;
+  }
+};
+
+// The connection front's gauge and counters in Prometheus text.
+std::string connection_metrics(const FrontCounters& c) {
+  std::string out =
+      "# HELP shrike_http_connections_open Open HTTP connections (being read, answered or idle).\n"
+      "# TYPE shrike_http_connections_open gauge\n"
+      "shrike_http_connections_open " +
+      std::to_string(c.open) +
+      "\n# HELP shrike_http_connections_closed_total Connections the server closed early: "
+      "request not complete in time (timeout), over --max-connections (evicted, refused), "
+      "framing over a limit or malformed (rejected).\n"
+      "# TYPE shrike_http_connections_closed_total counter\n";
+  for (const auto& [reason, n] : {std::pair<const char*, int64_t>{"timeout", c.timed_out},
+                                  {"evicted", c.evicted},
+                                  {"refused", c.refused},
+                                  {"rejected", c.rejected}})
+    out += std::string("shrike_http_connections_closed_total{reason=\"") + reason + "\"} " +
+           std::to_string(n) + "\n";
+  return out;
+}
+
+// Runs httplib's per-connection task on the accept thread: it only hands the socket over.
+class InlineQueue : public httplib::TaskQueue {
+ public:
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override {}
+};
+
+// The OpenAI error of an answer the connection front gives by itself.
+ApiError front_error(int status, const std::string& message) {
+  switch (status) {
+    case 408:
+      return ApiError{408, message, "invalid_request_error", "", "request_timeout"};
+    case 413:
+      return ApiError{413, message, "invalid_request_error", "", "request_too_large"};
+    case 414:
+    case 431:
+      return ApiError{status, message, "invalid_request_error", "", "request_head_too_large"};
+    case 503:
+      return ApiError{503, message, "server_error", "", "too_many_connections"};
+    default:
+      return ApiError{status, message, "invalid_request_error", "", "malformed_request"};
+  }
+}
+
+FrontLimits front_limits(const ServerOptions& o) {
+  FrontLimits f;
+  f.frame.max_head_bytes = o.max_header_bytes;
+  f.frame.max_headers = o.max_headers;
+  f.frame.max_body_bytes = o.max_body_bytes;
+  f.header_timeout_s = o.header_timeout_s;
+  f.body_timeout_s = o.body_timeout_s;
+  f.keep_alive_timeout_s = o.keep_alive_timeout_s;
+  f.max_connections = o.max_connections;
+  f.max_keep_alive_requests = 1000;
+  f.workers = std::max(1, o.http_threads);
+  return f;
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
-  explicit Impl(ServerOptions o) : opt(std::move(o)), rng(std::random_device{}()) {}
+  explicit Impl(ServerOptions o)
+      : opt(std::move(o)),
+        front(
+            front_limits(opt),
+            [this](int fd, std::string& buf, bool last) { return answer(fd, buf, last); },
+            [this](int status, const std::string& message) {
+              {
+                std::lock_guard<std::mutex> lock(counts_mu);
+                ++counts[{"connection", status}];
+              }
+              return error_body(front_error(status, message));
+            }),
+        rng(std::random_device{}()) {}
+
+  // One complete request from the front: parsed and answered by httplib on this worker.
+  bool answer(int fd, std::string& buf, bool last) {
+    FrontStream strm(
+        fd, buf, std::chrono::milliseconds(int64_t(std::max(0.001, opt.write_timeout_s) * 1000)));
+    bool closed = false;
+    const bool ok = svr.answer(strm, last, closed);
+    buf.erase(0, strm.consumed());
+    return ok && !closed && !last;
+  }
 
   ServerOptions opt;
-  httplib::Server svr;
+  FrontedServer svr;
+  ConnectionFront front;
   ModelRegistry models;
   std::atomic<bool> ready{false};
   std::mutex loader_mu;  // one admin load or removal at a time
@@ -331,11 +431,12 @@ struct HttpServer::Impl {
 
 HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
   Impl& m = *impl_;
-  const int threads = std::max(1, m.opt.http_threads);
-  m.svr.new_task_queue = [threads] { return new httplib::ThreadPool(size_t(threads)); };
+  m.svr.new_task_queue = [] { return new InlineQueue(); };
+  m.svr.adopt = [&m](int fd) { m.front.adopt(fd); };
   m.svr.set_payload_max_length(m.opt.max_body_bytes);
-  m.svr.set_tcp_nodelay(true);  // each SSE event is a small write that must leave at once
+  // Only for the Keep-Alive header httplib writes: the front enforces both.
   m.svr.set_keep_alive_max_count(1000);
+  m.svr.set_keep_alive_timeout(time_t(std::ceil(m.opt.keep_alive_timeout_s)));
   // Replaces httplib's default options, which include SO_REUSEPORT: with it a second server on a
   // busy port would start and silently share the connections instead of failing.
   m.svr.set_socket_options([&m](int sock) {
@@ -486,7 +587,7 @@ std::string HttpServer::Impl::metrics_text() {
     po.shared_kv_budget_bytes = int64_t(kv_ledger->total_bytes());
     po.shared_kv_claimed_bytes = int64_t(kv_ledger->claimed_bytes());
   }
-  return engine::render_prometheus(views, http, po);
+  return engine::render_prometheus(views, http, po) + connection_metrics(front.counters());
 }
 
 void HttpServer::Impl::admin_add(const httplib::Request& req, httplib::Response& res,
@@ -679,9 +780,11 @@ int HttpServer::bind() {
 
 void HttpServer::serve() {
   Impl& m = *impl_;
+  m.front.start();
   m.serving.store(true);
   if (!m.stop_requested.load()) m.svr.listen_after_bind();
   m.serving.store(false);
+  m.front.stop();
 }
 
 void HttpServer::add_model(std::unique_ptr<ModelInstance> model) {
@@ -790,6 +893,7 @@ void HttpServer::stop() {
   for (int i = 0; i < 2000 && m.serving.load() && !m.svr.is_running(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   m.svr.stop();
+  m.front.stop();
   m.stopped = true;
 }
 

@@ -1,9 +1,10 @@
 // The HTTP front of `shrike serve`: OpenAI-compatible routes over cpp-httplib, SSE streaming,
 // API-key checks, body limits, request counting for /metrics, and the drain that SIGTERM starts.
-// Each request runs on an httplib worker thread, which tokenizes it, submits it to the engine of
-// the model it names (model_registry.h) and relays the engine's events to the client (a
-// streaming request holds its worker until done). With an admin key, /admin/models adds and
-// removes models while serving.
+// httplib accepts connections and parses requests, but connections are held by the connection
+// front (connection_front.h) until a request is complete; then a worker thread parses it with
+// httplib, tokenizes it, submits it to the engine of the model it names (model_registry.h) and
+// relays the engine's events to the client (a streaming request holds its worker until done). With
+// an admin key, /admin/models adds and removes models while serving.
 #pragma once
 
 #include <cstddef>
@@ -35,7 +36,18 @@ struct ServerOptions {
   double remove_drain_s = 30;
   size_t max_body_bytes = size_t(8) << 20;
   double request_timeout_s = 0;  // deadline of requests that set no "timeout"; 0: none
-  int http_threads = 64;         // httplib workers: one per open connection (streams hold one)
+  // Workers answering complete requests (a streaming request holds one until it ends); clients
+  // still sending, and idle keep-alive connections, hold none (connection_front.h).
+  int http_threads = 64;
+  // Slow and hostile clients (connection_front.h, request_framer.h): whole-request deadlines,
+  // head limits, open connections, and how long a write may wait for a client to read.
+  double header_timeout_s = 10;
+  double body_timeout_s = 30;
+  double keep_alive_timeout_s = 5;
+  double write_timeout_s = 10;
+  size_t max_connections = 1024;
+  size_t max_header_bytes = size_t(16) << 10;
+  size_t max_headers = 100;
 };
 
 class HttpServer {

@@ -1,0 +1,40 @@
+// The httplib::Stream a worker answers one request through: reads come from the bytes the
+// connection front already holds (the request is complete, so a worker never waits for a client
+// to send), writes go to the socket and wait at most `write_timeout` for room each time, so a
+// client that stops reading a stream makes the write fail, which ends (cancels) its request.
+#pragma once
+
+#include <httplib.h>
+
+#include <chrono>
+#include <string>
+
+namespace shrike::server {
+
+class FrontStream : public httplib::Stream {
+ public:
+  FrontStream(int fd, const std::string& buf, std::chrono::milliseconds write_timeout)
+      : fd_(fd), buf_(buf), write_timeout_(write_timeout) {}
+
+  bool is_readable() const override { return pos_ < buf_.size(); }
+  bool is_writable() const override;
+  // From the buffer only; 0 (end of stream) past it.
+  ssize_t read(char* ptr, size_t size) override;
+  ssize_t write(const char* ptr, size_t size) override;
+  void get_remote_ip_and_port(std::string& ip, int& port) const override;
+  void get_local_ip_and_port(std::string& ip, int& port) const override;
+  socket_t socket() const override { return fd_; }
+
+  // Bytes of the buffer read so far (the request; what follows is the next one).
+  size_t consumed() const { return pos_; }
+
+ private:
+  bool wait_writable() const;
+
+  int fd_;
+  const std::string& buf_;
+  size_t pos_ = 0;
+  std::chrono::milliseconds write_timeout_;
+};
+
+}  // namespace shrike::server

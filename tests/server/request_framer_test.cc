@@ -1,0 +1,178 @@
+// The connection front's framing (server/request_framer.h): where a request ends, fed whole and
+// a byte at a time, and every limit and malformation it refuses.
+#include "server/request_framer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace shrike::server {
+namespace {
+
+FrameLimits small_limits() {
+  FrameLimits l;
+  l.max_head_bytes = 512;
+  l.max_headers = 8;
+  l.max_body_bytes = 100;
+  return l;
+}
+
+// Feeds `bytes` whole, then a byte at a time; both must agree. Returns the final state and the
+// buffer as the framer left it (an Expect line removed).
+struct Fed {
+  FrameState state;
+  size_t end = 0;
+  int status = 0;
+  std::string buf;
+};
+Fed feed(const std::string& bytes, FrameLimits limits = small_limits()) {
+  RequestFramer whole(limits);
+  Fed a;
+  a.buf = bytes;
+  a.state = whole.advance(a.buf);
+  a.end = whole.request_end();
+  a.status = whole.error_status();
+
+  RequestFramer trickle(limits);
+  std::string buf;
+  FrameState s = FrameState::NeedHead;
+  for (char c : bytes) {
+    buf += c;
+    s = trickle.advance(buf);
+    if (s == FrameState::Complete || s == FrameState::Invalid) break;
+  }
+  EXPECT_EQ(s, a.state) << "fed a byte at a time";
+  if (s == FrameState::Complete) {
+    EXPECT_EQ(trickle.request_end(), a.end);
+  }
+  if (s == FrameState::Invalid) {
+    EXPECT_EQ(trickle.error_status(), a.status);
+  }
+  return a;
+}
+
+const std::string kGet = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+
+TEST(RequestFramer, HeadWithoutBody) {
+  const Fed f = feed(kGet);
+  EXPECT_EQ(f.state, FrameState::Complete);
+  EXPECT_EQ(f.end, kGet.size());
+  // A POST without Content-Length or chunked coding has no body (as httplib reads it).
+  const std::string post = "POST /v1/completions HTTP/1.1\r\n\r\n";
+  EXPECT_EQ(feed(post).state, FrameState::Complete);
+}
+
+TEST(RequestFramer, ContentLengthBodyAndPipelining) {
+  const std::string req =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-length: 5\r\n\r\nhello";
+  const Fed f = feed(req + kGet);  // the next request follows at once
+  EXPECT_EQ(f.state, FrameState::Complete);
+  EXPECT_EQ(f.end, req.size());
+  RequestFramer r(small_limits());
+  std::string partial = req.substr(0, req.size() - 1);
+  EXPECT_EQ(r.advance(partial), FrameState::NeedBody);
+  std::string head_only = req.substr(0, req.size() - 5);
+  RequestFramer h(small_limits());
+  EXPECT_EQ(h.advance(head_only), FrameState::NeedBody);
+}
+
+TEST(RequestFramer, ChunkedBody) {
+  const std::string req =
+      "POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n"
+      "5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-Trailer: t\r\n\r\n";
+  const Fed f = feed(req + kGet);
+  EXPECT_EQ(f.state, FrameState::Complete);
+  EXPECT_EQ(f.end, req.size());
+}
+
+TEST(RequestFramer, ExpectContinueIsAnsweredByTheFrontAndRemoved) {
+  const std::string req =
+      "POST /v1/completions HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n";
+  RequestFramer r(small_limits());
+  std::string buf = req;
+  EXPECT_EQ(r.advance(buf), FrameState::NeedBody);
+  EXPECT_TRUE(r.take_continue());
+  EXPECT_FALSE(r.take_continue());
+  EXPECT_EQ(buf.find("Expect"), std::string::npos) << buf;
+  buf += "{}";
+  EXPECT_EQ(r.advance(buf), FrameState::Complete);
+  EXPECT_EQ(r.request_end(), buf.size());
+  // No body announced: nothing to continue.
+  RequestFramer g(small_limits());
+  std::string get = "GET / HTTP/1.1\r\nExpect: 100-continue\r\n\r\n";
+  EXPECT_EQ(g.advance(get), FrameState::Complete);
+  EXPECT_FALSE(g.take_continue());
+}
+
+TEST(RequestFramer, BareLfHeaderLinesAreSkippedLikeHttplib) {
+  // httplib skips a header line that ends in a bare LF; the head still ends at CRLF CRLF.
+  const std::string req = "GET / HTTP/1.1\r\nHost: x\nX-A: b\r\n\r\n";
+  const Fed f = feed(req);
+  EXPECT_EQ(f.state, FrameState::Complete);
+  EXPECT_EQ(f.end, req.size());
+}
+
+TEST(RequestFramer, LimitsAndMalformations) {
+  struct Case {
+    const char* name;
+    std::string bytes;
+    int status;
+  };
+  std::string many_headers = "GET / HTTP/1.1\r\n";
+  for (int i = 0; i < 9; ++i) many_headers += "X-" + std::to_string(i) + ": v\r\n";
+  const Case cases[] = {
+      {"head over the limit", "GET / HTTP/1.1\r\nX-Big: " + std::string(600, 'a') + "\r\n\r\n",
+       431},
+      {"head over the limit, unfinished", "GET / HTTP/1.1\r\nX-Big: " + std::string(600, 'a'), 431},
+      {"too many header lines", many_headers + "\r\n", 431},
+      {"request line too long", "GET /" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n", 414},
+      {"malformed request line", "GARBAGE\r\n\r\n", 400},
+      {"lower-case method", "get / HTTP/1.1\r\n\r\n", 400},
+      {"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\n", 400},
+      {"Content-Length not a number", "POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", 400},
+      {"negative Content-Length", "POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400},
+      {"conflicting Content-Length",
+       "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
+      {"Content-Length and chunked",
+       "POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+      {"unsupported Transfer-Encoding", "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 400},
+      {"Content-Length over the body limit", "POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n", 413},
+      {"chunks over the body limit",
+       "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n40\r\n" + std::string(64, 'a') +
+           "\r\n40\r\n",
+       413},
+      {"bad chunk size", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
+      {"chunk without CRLF", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY", 400},
+      {"chunk line too long",
+       "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;" + std::string(5000, 'e'), 400},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Fed f = feed(c.bytes);
+    EXPECT_EQ(f.state, FrameState::Invalid);
+    EXPECT_EQ(f.status, c.status);
+  }
+}
+
+TEST(RequestFramer, ManyTinyChunksAreRefusedBeforeTheBufferGrows) {
+  FrameLimits l = small_limits();
+  l.max_body_bytes = 1 << 20;
+  std::string req = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (int i = 0; i < 200000; ++i) req += "1\r\na\r\n";
+  RequestFramer r(l);
+  EXPECT_EQ(r.advance(req), FrameState::Invalid);
+  EXPECT_EQ(r.error_status(), 400);
+}
+
+TEST(RequestFramer, ResetFramesTheNextRequest) {
+  RequestFramer r(small_limits());
+  std::string buf = kGet + kGet;
+  ASSERT_EQ(r.advance(buf), FrameState::Complete);
+  buf.erase(0, r.request_end());
+  r.reset();
+  EXPECT_EQ(r.advance(buf), FrameState::Complete);
+  EXPECT_EQ(r.request_end(), kGet.size());
+}
+
+}  // namespace
+}  // namespace shrike::server
