@@ -64,6 +64,7 @@ struct ServeArgs {
   double drain_timeout_s = 30;
   double max_body_mb = 8;
   double max_header_kb = 16;
+  double send_buffer_kb = 256;
   SpecArgs spec;
 };
 
@@ -359,6 +360,7 @@ int run_serve(ServeArgs a) {
   const std::vector<ModelSpec> specs = model_specs(a);
   a.server.max_body_bytes = size_t(a.max_body_mb * 1024 * 1024);
   a.server.max_header_bytes = size_t(a.max_header_kb * 1024);
+  a.server.send_buffer_bytes = size_t(a.send_buffer_kb * 1024);
   fit_connections_to_fd_limit(a.server);
   a.server.vllm_metrics = a.metrics_compat == "vllm";
   // Each model may hold max-seqs streams, each holding a worker: a burst on one model must not
@@ -564,6 +566,11 @@ Runner add_serve(CLI::App& app) {
                  "seconds a response write waits for the client to read; then the connection "
                  "closes and its request is cancelled")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--send-buffer-kb", a->send_buffer_kb,
+                 "kernel send buffer per connection in KiB: what a client that stops reading "
+                 "leaves queued before --write-timeout runs (0: the kernel's autotuning, ~4 MiB)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--max-connections", a->server.max_connections,
                  "open connections; beyond it the oldest not being answered is closed, or the "

@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -229,6 +230,10 @@ void ConnectionFront::take_handoffs() {
     fcntl(fd, F_SETFL, flags | O_NONBLOCK);
     const int yes = 1;  // each SSE event is a small write that must leave at once
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    if (limits_.send_buffer_bytes > 0) {
+      const int bytes = int(std::min<size_t>(limits_.send_buffer_bytes, 1 << 30));
+      setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+    }
     auto c = std::make_unique<Conn>(fd, limits_.frame);
     c->deadline = now + seconds(limits_.header_timeout_s);
     c->seq = next_seq_++;

@@ -32,6 +32,9 @@ struct FrontLimits {
   double keep_alive_timeout_s = 5;  // idle between two requests of one connection
   size_t max_connections = 1024;    // open at once, served or not
   size_t max_keep_alive_requests = 1000;
+  // SO_SNDBUF of each connection (0: the kernel's autotuning, up to 4 MiB on Linux): what a
+  // client that stops reading leaves queued before writes wait (and time out).
+  size_t send_buffer_bytes = 0;
   int workers = 64;  // threads answering complete requests
 };
 

@@ -283,6 +283,7 @@ FrontLimits front_limits(const ServerOptions& o) {
   f.keep_alive_timeout_s = o.keep_alive_timeout_s;
   f.max_connections = o.max_connections;
   f.max_keep_alive_requests = 1000;
+  f.send_buffer_bytes = o.send_buffer_bytes;
   f.workers = std::max(1, o.http_threads);
   return f;
 }
