@@ -581,6 +581,11 @@ Runner add_serve(CLI::App& app) {
                  "largest request head (request line and headers) in KiB; larger get 431")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  // Fault injection for tests (engine.h, EngineConfig::test_fail_admission); not in --help.
+  app.add_option("--test-fail-admission", a->engine.test_fail_admission,
+                 "tests only: every Nth admitted request fails as out of memory")
+      ->check(CLI::NonNegativeNumber)
+      ->group("");
   app.add_option("--max-headers", a->server.max_headers, "most header lines; more get 431")
       ->check(CLI::Range(size_t(1), size_t(100000)))
       ->capture_default_str();

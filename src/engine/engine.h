@@ -73,6 +73,10 @@ struct EngineConfig {
   // alone, committed at start.
   std::shared_ptr<SharedCompute> compute;
   std::shared_ptr<kv::KvBudgetAccount> kv_budget;
+  // Tests only (fault injection; `shrike serve --test-fail-admission N`, hidden): every Nth
+  // request the engine admits throws std::bad_alloc where its state is allocated, as a real
+  // allocation failure there would. 0: never.
+  int64_t test_fail_admission = 0;
 };
 
 class Engine {

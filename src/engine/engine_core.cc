@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <new>
 #include <optional>
 #include <utility>
 
@@ -95,12 +96,26 @@ bool EngineCore::admit() {
     status_.waiting.fetch_add(int64_t(arrived.size()));
   }
   for (auto& in : arrived) {
-    auto r =
-        std::make_unique<Request>(in.req, in.stream, tok_, model_.config().eos_id, in.submitted);
-    if (in.req.constraint)
-      r->constrained = std::make_unique<ConstrainedDecoding>(
-          in.req.constraint, in.req.jump_forward && config_.jump_forward);
-    const std::vector<int32_t> forced = initial_forced(*r, in.req.max_tokens);
+    // Allocating a request's state can fail (std::bad_alloc): that request ends with an error
+    // and the engine goes on; nothing of it has reached the scheduler yet.
+    std::unique_ptr<Request> r;
+    std::vector<int32_t> forced;
+    try {
+      ++admitted_;
+      if (config_.test_fail_admission > 0 && admitted_ % config_.test_fail_admission == 0)
+        throw std::bad_alloc();
+      r = std::make_unique<Request>(in.req, in.stream, tok_, model_.config().eos_id, in.submitted);
+      if (in.req.constraint)
+        r->constrained = std::make_unique<ConstrainedDecoding>(
+            in.req.constraint, in.req.jump_forward && config_.jump_forward);
+      forced = initial_forced(*r, in.req.max_tokens);
+    } catch (const std::bad_alloc&) {
+      in.stream->push(unscheduled_final_event(FinishReason::Error, int64_t(in.req.prompt.size()),
+                                              "out of memory while admitting the request"));
+      metrics_.finished[size_t(FinishReason::Error)].fetch_add(1);
+      status_.in_flight.fetch_sub(1);
+      continue;
+    }
     in.req.prompt.insert(in.req.prompt.end(), forced.begin(), forced.end());
     const int64_t max_tokens = std::max<int64_t>(1, in.req.max_tokens - int64_t(forced.size()));
     if (!scheduler_.add(in.id, std::move(in.req.prompt), max_tokens, in.submitted)) {

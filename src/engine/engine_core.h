@@ -154,6 +154,7 @@ class EngineCore {
   Inbox inbox_;
   EngineStatus status_;
   std::unordered_map<SeqId, std::unique_ptr<Request>> requests_;
+  int64_t admitted_ = 0;  // requests taken from the inbox (EngineConfig::test_fail_admission)
   std::vector<std::unique_ptr<kv::PagedKvView>> views_;
   // int8-mixed: each running sequence's f16 copies and attention weight sums (dropped when it
   // ends or is preempted: it is then recomputed from position 0).
