@@ -24,6 +24,7 @@ using Clock = std::chrono::steady_clock;
 // answer, so that closing it with unread data does not reset it before the client has read why.
 constexpr auto kLinger = std::chrono::seconds(2);
 constexpr auto kSweepEvery = std::chrono::milliseconds(50);
+constexpr size_t kAdoptPerTurn = 64;
 
 // "10 s", "2.5 s": a limit as the option was given.
 std::string in_seconds(double s) {
@@ -115,8 +116,12 @@ void ConnectionFront::stop() {
   }
   loop_thread_.join();
   for (auto& t : workers_) t.join();
-  // Whatever was handed over after the loop ended.
-  take_handoffs();
+  // Whatever was handed over after the loop ended (closed: stopping_ is set).
+  while (true) {
+    take_handoffs();
+    std::lock_guard<std::mutex> handoff_lock(handoff_mu_);
+    if (adopted_.empty() && returned_.empty()) break;
+  }
   std::lock_guard<std::mutex> handoff_lock(handoff_mu_);
   ::close(epoll_fd_);
   ::close(wake_fd_);
@@ -168,6 +173,7 @@ void ConnectionFront::loop() {
     open_.fetch_sub(1);
   }
   conns_.clear();
+  by_age_.clear();
 }
 
 void ConnectionFront::take_handoffs() {
@@ -175,7 +181,12 @@ void ConnectionFront::take_handoffs() {
   std::vector<Job> returned;
   {
     std::lock_guard<std::mutex> lock(handoff_mu_);
-    adopted.swap(adopted_);
+    // A burst of new connections is taken a slice at a time, so that requests already
+    // complete are dispatched in between rather than after the whole burst.
+    const size_t n = std::min(adopted_.size(), kAdoptPerTurn);
+    adopted.assign(adopted_.begin(), adopted_.begin() + ptrdiff_t(n));
+    adopted_.erase(adopted_.begin(), adopted_.begin() + ptrdiff_t(n));
+    if (!adopted_.empty()) wake();
     returned.swap(returned_);
   }
   const auto now = Clock::now();
@@ -185,6 +196,7 @@ void ConnectionFront::take_handoffs() {
     ev.data.fd = c->fd;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, c->fd, &ev);
     Conn& ref = *c;
+    by_age_[c->seq] = c->fd;
     conns_[c->fd] = std::move(c);
     return ref;
   };
@@ -242,10 +254,8 @@ void ConnectionFront::take_handoffs() {
 }
 
 void ConnectionFront::make_room() {
-  Conn* oldest = nullptr;
-  for (auto& [fd, c] : conns_)
-    if (!oldest || c->seq < oldest->seq) oldest = c.get();
-  if (!oldest) return;
+  if (by_age_.empty()) return;
+  Conn* oldest = conns_.at(by_age_.begin()->second).get();
   evicted_.fetch_add(1);
   if (oldest->phase == Phase::Reading && !oldest->buf.empty()) {
     const std::string body = error_body_(503, "Too many open connections; retry later.");
@@ -259,6 +269,7 @@ void ConnectionFront::make_room() {
 
 void ConnectionFront::close_conn(int fd) {
   ::close(fd);  // also leaves the epoll set
+  if (const auto it = conns_.find(fd); it != conns_.end()) by_age_.erase(it->second->seq);
   conns_.erase(fd);
   open_.fetch_sub(1);
 }
@@ -303,6 +314,7 @@ bool ConnectionFront::progress(Conn& c) {
       j.buf = std::move(c.buf);
       j.served = c.served;
       epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
+      by_age_.erase(c.seq);
       conns_.erase(j.fd);  // c is gone from here on
       busy_.fetch_add(1);
       {

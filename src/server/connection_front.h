@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,7 +31,7 @@ struct FrontLimits {
   double header_timeout_s = 10;     // from a request's first byte (or the accept) to its head's end
   double body_timeout_s = 30;       // from the head's end to the body's end
   double keep_alive_timeout_s = 5;  // idle between two requests of one connection
-  size_t max_connections = 1024;    // open at once, served or not
+  size_t max_connections = 4096;    // open at once, served or not
   size_t max_keep_alive_requests = 1000;
   // SO_SNDBUF of each connection (0: the kernel's autotuning, up to 4 MiB on Linux): what a
   // client that stops reading leaves queued before writes wait (and time out).
@@ -103,6 +104,7 @@ class ConnectionFront {
 
   // Held by the epoll thread only.
   std::unordered_map<int, std::unique_ptr<Conn>> conns_;
+  std::map<uint64_t, int> by_age_;  // Conn::seq -> fd: the first is the one to evict
   uint64_t next_seq_ = 0;
 
   // Sockets accepted and connections workers gave back, for the epoll thread.

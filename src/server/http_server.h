@@ -48,7 +48,7 @@ struct ServerOptions {
   // Kernel send buffer per connection: bounds what a client that stops reading can leave
   // queued before writes wait write_timeout_s and fail (0: the kernel's autotuning, ~4 MiB).
   size_t send_buffer_bytes = size_t(256) << 10;
-  size_t max_connections = 1024;
+  size_t max_connections = 4096;
   size_t max_header_bytes = size_t(16) << 10;
   size_t max_headers = 100;
 };
