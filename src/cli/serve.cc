@@ -65,12 +65,14 @@ struct ServeArgs {
   double max_body_mb = 8;
   double max_header_kb = 16;
   double send_buffer_kb = 256;
+  bool max_connections_given = false;  // --max-connections on the command line
   SpecArgs spec;
 };
 
 // Every open connection is a file descriptor: raise the soft limit to the hard one, and hold
-// --max-connections below what that allows (model files, sockets and pipes need some too).
-void fit_connections_to_fd_limit(server::ServerOptions& o) {
+// --max-connections below what that allows (model files, sockets and pipes need some too). The
+// default adapts quietly; a limit the user asked for and cannot have is said on stderr.
+void fit_connections_to_fd_limit(server::ServerOptions& o, bool asked) {
   constexpr size_t kReserve = 256;
   rlimit r{};
   if (getrlimit(RLIMIT_NOFILE, &r) != 0) return;
@@ -81,9 +83,10 @@ void fit_connections_to_fd_limit(server::ServerOptions& o) {
   }
   if (r.rlim_cur != RLIM_INFINITY && o.max_connections + kReserve > r.rlim_cur) {
     const size_t fit = r.rlim_cur > 2 * kReserve ? size_t(r.rlim_cur) - kReserve : 16;
-    std::fprintf(stderr,
-                 "shrike serve: --max-connections %zu lowered to %zu (open-file limit %llu)\n",
-                 o.max_connections, fit, (unsigned long long)r.rlim_cur);
+    if (asked)
+      std::fprintf(stderr,
+                   "shrike serve: --max-connections %zu lowered to %zu (open-file limit %llu)\n",
+                   o.max_connections, fit, (unsigned long long)r.rlim_cur);
     o.max_connections = fit;
   }
 }
@@ -361,7 +364,7 @@ int run_serve(ServeArgs a) {
   a.server.max_body_bytes = size_t(a.max_body_mb * 1024 * 1024);
   a.server.max_header_bytes = size_t(a.max_header_kb * 1024);
   a.server.send_buffer_bytes = size_t(a.send_buffer_kb * 1024);
-  fit_connections_to_fd_limit(a.server);
+  fit_connections_to_fd_limit(a.server, a.max_connections_given);
   a.server.vllm_metrics = a.metrics_compat == "vllm";
   // Each model may hold max-seqs streams, each holding a worker: a burst on one model must not
   // leave another model's requests queued for a worker.
@@ -572,11 +575,16 @@ Runner add_serve(CLI::App& app) {
                  "leaves queued before --write-timeout runs (0: the kernel's autotuning, ~4 MiB)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_option("--max-connections", a->server.max_connections,
-                 "open connections; beyond it the oldest not being answered is closed, or the "
-                 "new one refused (503)")
+  app.add_option_function<size_t>(
+         "--max-connections",
+         [a](size_t n) {
+           a->server.max_connections = n;
+           a->max_connections_given = true;
+         },
+         "open connections; beyond it the oldest not being answered is closed, or the "
+         "new one refused (503); lowered to fit the open-file limit")
       ->check(CLI::Range(size_t(1), size_t(1) << 20))
-      ->capture_default_str();
+      ->default_str("4096");
   app.add_option("--max-header-kb", a->max_header_kb,
                  "largest request head (request line and headers) in KiB; larger get 431")
       ->check(CLI::PositiveNumber)

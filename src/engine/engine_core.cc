@@ -110,10 +110,11 @@ bool EngineCore::admit() {
             in.req.constraint, in.req.jump_forward && config_.jump_forward);
       forced = initial_forced(*r, in.req.max_tokens);
     } catch (const std::bad_alloc&) {
-      in.stream->push(unscheduled_final_event(FinishReason::Error, int64_t(in.req.prompt.size()),
-                                              "out of memory while admitting the request"));
+      // Counted before the final event, so whoever reads that event sees the count.
       metrics_.finished[size_t(FinishReason::Error)].fetch_add(1);
       status_.in_flight.fetch_sub(1);
+      in.stream->push(unscheduled_final_event(FinishReason::Error, int64_t(in.req.prompt.size()),
+                                              "out of memory while admitting the request"));
       continue;
     }
     in.req.prompt.insert(in.req.prompt.end(), forced.begin(), forced.end());

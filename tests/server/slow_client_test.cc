@@ -354,23 +354,28 @@ TEST_F(SlowClientTest, NewConnectionRefusedWhenAllAreBeingAnswered) {
   const int port = server.port();
   ASSERT_TRUE(eventually([&] { return quick_completion(port).first == 200; }, 60));
   const std::string body =
-      R"({"prompt": "Once upon a time", "ignore_eos": true, "max_tokens": 600})";
+      R"({"prompt": "Once upon a time", "stream": true, "ignore_eos": true, "max_tokens": 600})";
   const std::string req =
       "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
       "\r\n\r\n" + body;
-  // Two long requests, each holding a worker (and a connection) while it runs.
+  // Two long streams, each holding a worker (and a connection) while it runs; its first event
+  // says it is being answered.
   RawConnection a(port), b(port);
   ASSERT_TRUE(a.send_all(req));
   ASSERT_TRUE(b.send_all(req));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::string got_a = a.read_until("data: "), got_b = b.read_until("data: ");
+  ASSERT_EQ(raw_status(got_a), 200) << got_a;
+  ASSERT_EQ(raw_status(got_b), 200) << got_b;
   RawConnection c(port);
   ASSERT_TRUE(c.ok());
   const RawError e = raw_error(c.read_until("}}"));
   EXPECT_EQ(e.status, 503);
   EXPECT_EQ(e.code, "too_many_connections");
-  // Both complete; then there is room again.
-  EXPECT_EQ(raw_status(a.read_until("}}")), 200);
-  EXPECT_EQ(raw_status(b.read_until("}}")), 200);
+  // Both streams go on to their end; then there is room again.
+  got_a += a.read_until("[DONE]");
+  got_b += b.read_until("[DONE]");
+  EXPECT_NE(got_a.find("data: [DONE]"), std::string::npos);
+  EXPECT_NE(got_b.find("data: [DONE]"), std::string::npos);
   a.close_now();
   b.close_now();
   EXPECT_TRUE(eventually([&] { return quick_completion(port).first == 200; }, 10));
