@@ -34,11 +34,11 @@ struct LoadtestArgs {
   double duration = 0, timeout = 600;
 };
 
-std::atomic<bool> g_stop{false};
+std::atomic<bool> g_loadtest_stop{false};
 // First Ctrl-C: stop sending and let in-flight requests finish (the report still comes); second:
 // die as usual.
-void on_sigint(int) {
-  if (g_stop.exchange(true)) {
+void on_loadtest_sigint(int) {
+  if (g_loadtest_stop.exchange(true)) {
     std::signal(SIGINT, SIG_DFL);
     std::raise(SIGINT);
   }
@@ -67,7 +67,7 @@ int run_loadtest(const LoadtestArgs& a) {
   cfg.duration_s = a.duration;
   cfg.seed = a.seed;
   cfg.progress = isatty(STDERR_FILENO);
-  cfg.stop = &g_stop;
+  cfg.stop = &g_loadtest_stop;
   if (!a.prompts.empty()) cfg.prompts = read_prompts(a.prompts);
   const Slo slo = a.slo.empty() ? Slo{} : parse_slo(a.slo);
 
@@ -113,7 +113,7 @@ int run_loadtest(const LoadtestArgs& a) {
     lim.rlim_cur = lim.rlim_max;
     setrlimit(RLIMIT_NOFILE, &lim);
   }
-  auto old = std::signal(SIGINT, on_sigint);
+  auto old = std::signal(SIGINT, on_loadtest_sigint);
   const auto run = run_load(cfg, sched);
   std::signal(SIGINT, old);
   const auto s = summarise(run, slo);

@@ -30,9 +30,9 @@ struct SoakArgs {
   loadtest::SoakConfig cfg;
 };
 
-std::atomic<bool> g_stop{false};
-void on_sigint(int) {
-  if (g_stop.exchange(true)) {
+std::atomic<bool> g_soak_stop{false};
+void on_soak_sigint(int) {
+  if (g_soak_stop.exchange(true)) {
     std::signal(SIGINT, SIG_DFL);
     std::raise(SIGINT);
   }
@@ -45,7 +45,7 @@ int run_soak_command(SoakArgs& a) {
   SoakConfig cfg = a.cfg;
   cfg.model = a.model;
   cfg.progress = !a.quiet;
-  cfg.stop = &g_stop;
+  cfg.stop = &g_soak_stop;
   std::unique_ptr<optimize::ServedModel> served;
   if (!a.serve_model.empty()) {
     std::vector<std::string> args = {"--max-seqs",    std::to_string(a.max_seqs),
@@ -65,7 +65,7 @@ int run_soak_command(SoakArgs& a) {
     cfg.server_pid = a.pid;
   }
   cfg.max_body_bytes = int64_t(a.max_body_mb) << 20;
-  std::signal(SIGINT, on_sigint);
+  std::signal(SIGINT, on_soak_sigint);
   const SoakSummary summary = run_soak(cfg);
   std::signal(SIGINT, SIG_DFL);
   auto verdicts = soak_verdicts(summary, cfg.max_rss_growth);
