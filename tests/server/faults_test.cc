@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "metrics_probe.h"
 #include "run_shrike.h"
 #include "server_process.h"
 
@@ -45,31 +46,6 @@ int health(int port) {
   c.set_read_timeout(10, 0);
   const auto r = c.Get("/health");
   return r ? r->status : 0;
-}
-
-// The value of the first /metrics sample whose line starts with `prefix`, or -1.
-double scrape(int port, const std::string& prefix) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_read_timeout(10, 0);
-  const auto r = c.Get("/metrics");
-  if (!r || r->status != 200) return -1;
-  std::istringstream in(r->body);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size() &&
-        std::string(" {,}").find(line[prefix.size()]) != std::string::npos)
-      return std::stod(line.substr(line.rfind(' ') + 1));
-  return -1;
-}
-
-bool eventually(const std::function<bool()>& cond, double timeout_s) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
 }
 
 // An OpenAI error body of a server error.

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "metrics_probe.h"
 #include "run_shrike.h"
 #include "server_process.h"
 
@@ -32,31 +33,6 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// The value of a sample in /metrics whose line starts with `prefix` (labels in order, the
-// model label included when the metric has one), or -1.
-double scrape(int port, const std::string& prefix) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_read_timeout(10, 0);
-  const auto r = c.Get("/metrics");
-  if (!r || r->status != 200) return -1;
-  std::istringstream in(r->body);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(prefix, 0) == 0 && line.size() > prefix.size() &&
-        std::string(" {,}").find(line[prefix.size()]) != std::string::npos)
-      return std::stod(line.substr(line.rfind(' ') + 1));
-  return -1;
-}
-
-bool eventually(const std::function<bool()>& cond, double timeout_s) {
-  const auto t0 = Clock::now();
-  while (since(t0) < timeout_s) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
 }
 
 // A 2-token completion on a new connection: its status (0: none) and how long it took.
