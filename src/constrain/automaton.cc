@@ -142,22 +142,7 @@ Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) 
 }
 
 std::string Automaton::forced_bytes(int32_t state) const {
-  std::string out;
-  // A cycle of forced bytes never accepts and so was pruned; the bound is a guard only.
-  while (state >= 0 && !accepting(state) && out.size() < size_t(n_states())) {
-    int32_t only = -1, next = kDead;
-    for (int b = 0; b < 256; ++b) {
-      const int32_t t = step(state, uint8_t(b));
-      if (t < 0) continue;
-      if (only >= 0) return out;
-      only = b;
-      next = t;
-    }
-    if (only < 0) break;
-    out.push_back(char(only));
-    state = next;
-  }
-  return out;
+  return forced_bytes_from(*this, state);
 }
 
 }  // namespace shrike::constrain

@@ -54,4 +54,26 @@ class Automaton {
   std::vector<uint8_t> accepting_;
 };
 
+// The bytes forced from `state`: while exactly one byte leads on and the state does not accept.
+// For any automaton-like A (step, accepting, n_states): Automaton, and Constraint's spliced
+// states. A cycle of forced bytes never accepts and so was pruned; the bound is a guard only.
+template <class A>
+std::string forced_bytes_from(const A& a, int32_t state) {
+  std::string out;
+  while (state >= 0 && !a.accepting(state) && out.size() < size_t(a.n_states())) {
+    int32_t only = -1, next = kDead;
+    for (int b = 0; b < 256; ++b) {
+      const int32_t t = a.step(state, uint8_t(b));
+      if (t < 0) continue;
+      if (only >= 0) return out;
+      only = b;
+      next = t;
+    }
+    if (only < 0) break;
+    out.push_back(char(only));
+    state = next;
+  }
+  return out;
+}
+
 }  // namespace shrike::constrain

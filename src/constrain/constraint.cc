@@ -146,22 +146,7 @@ int32_t Constraint::n_states() const {
 
 std::string Constraint::forced_bytes(int32_t state) const {
   if (!holes_) return automaton_.forced_bytes(state);
-  std::string out;
-  // As Automaton::forced_bytes, over the spliced states.
-  while (state >= 0 && !accepting(state) && out.size() < size_t(n_states())) {
-    int32_t only = -1, next = kDead;
-    for (int b = 0; b < 256; ++b) {
-      const int32_t t = step(state, uint8_t(b));
-      if (t < 0) continue;
-      if (only >= 0) return out;
-      only = b;
-      next = t;
-    }
-    if (only < 0) break;
-    out.push_back(char(only));
-    state = next;
-  }
-  return out;
+  return forced_bytes_from(*this, state);  // over the spliced states
 }
 
 void Constraint::find_states_near_holes() {
