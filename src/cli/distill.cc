@@ -34,6 +34,16 @@ struct DistillArgs {
   int threads = 0;
 };
 
+// The label-only epochs after distillation: no teacher, their own count, rate and seed.
+train::TrainOptions finetune_options(const DistillArgs& a) {
+  train::TrainOptions ft = a.opt;
+  ft.teacher = nullptr;
+  ft.epochs = a.finetune_epochs;
+  ft.lr = a.finetune_lr;
+  ft.seed = a.opt.seed + 1;
+  return ft;
+}
+
 void report(const char* stage, const train::EpochReport& r) {
   std::fprintf(stderr, "%s %s\n", stage, train::describe(r).c_str());
 }
@@ -60,11 +70,7 @@ int distill_on_samples(const DistillArgs& a, const train::TrainableFile& teacher
   train::train_sequences(*student.model, student.vocab, seqs, a.opt, state, pool, {},
                          [](const train::EpochReport& r) { report("distill", r); });
   if (a.finetune_epochs > 0) {
-    train::TrainOptions ft = a.opt;
-    ft.teacher = nullptr;
-    ft.epochs = a.finetune_epochs;
-    ft.lr = a.finetune_lr;
-    ft.seed = a.opt.seed + 1;
+    const train::TrainOptions ft = finetune_options(a);
     train::OptimizerState ft_state;
     train::train_sequences(*student.model, student.vocab, seqs, ft, ft_state, pool, {},
                            [](const train::EpochReport& r) { report("fine-tune", r); });
@@ -139,11 +145,7 @@ int run_distill(DistillArgs a) {
   train::train_task(*student.model, tok, train_set, dev_set, a.opt, state, pool,
                     [](const train::EpochReport& r) { report("distill", r); });
   if (a.finetune_epochs > 0) {
-    train::TrainOptions ft = a.opt;
-    ft.teacher = nullptr;
-    ft.epochs = a.finetune_epochs;
-    ft.lr = a.finetune_lr;
-    ft.seed = a.opt.seed + 1;
+    const train::TrainOptions ft = finetune_options(a);
     train::OptimizerState ft_state;
     train::train_task(*student.model, tok, train_set, dev_set, ft, ft_state, pool,
                       [](const train::EpochReport& r) { report("fine-tune", r); });
