@@ -33,6 +33,7 @@ struct Neon {
   static constexpr int kFloatPanels = 1, kFloatTmax = 6;
   static constexpr bool kFp8Chunked = false;
   static constexpr bool kQuantDecode = true;
+  static constexpr int kQuantDecodePanels = 1;  // not measured on this target
   // 1 panel x 2 tokens: 8 int32 + 8 f32 accumulators + 4 weight vectors.
   static constexpr int kQuantSmallTmax = 2, kQuantPanels = 1, kQuantTmax = 2;
 
