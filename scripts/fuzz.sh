@@ -42,11 +42,19 @@ fi
 scripts/setup.sh
 jobs=$(nproc)
 build=${SHRIKE_FUZZ_BUILD:-build-fuzz}
-# -g1 (line tables) through CMAKE_CXX_FLAGS_DEBUG: Debug's default -g would come after it.
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
-  -DCMAKE_CXX_COMPILER=clang++ -DSHRIKE_FUZZ=ON -DSHRIKE_TESTS=OFF -DSHRIKE_BENCHMARKS=OFF \
-  -DCMAKE_CXX_FLAGS="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
-  >/dev/null
+# SHRIKE_FUZZ_CONFIGURED=1: $build is already a clang ASan + UBSan build with -DSHRIKE_FUZZ=ON
+# (scripts/test.sh's sanitizer pass, which builds the fuzzers beside the tests): keep its
+# configuration. Otherwise configure a build of only the fuzzers and their libraries.
+if [ "${SHRIKE_FUZZ_CONFIGURED:-0}" = 1 ]; then
+  grep -q '^SHRIKE_FUZZ:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null ||
+    { echo "fuzz.sh: $build is not configured with -DSHRIKE_FUZZ=ON" >&2; exit 2; }
+else
+  # -g1 (line tables) through CMAKE_CXX_FLAGS_DEBUG: Debug's default -g would come after it.
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+    -DCMAKE_CXX_COMPILER=clang++ -DSHRIKE_FUZZ=ON -DSHRIKE_TESTS=OFF -DSHRIKE_BENCHMARKS=OFF \
+    -DCMAKE_CXX_FLAGS="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+    >/dev/null
+fi
 fuzzers=()
 for t in "${run[@]}"; do fuzzers+=("fuzz_$t"); done
 cmake --build "$build" -j"$jobs" --target "${fuzzers[@]}"

@@ -28,7 +28,6 @@ struct Avx2 {
   // Integer chains are short: the 1 x 1 tile serves decode. Int and float accumulators plus the
   // unpacked weights of 2 x T tiles fill the registers at T = 2.
   static constexpr bool kQuantDecode = false;
-  static constexpr int kQuantDecodePanels = 1;  // not measured on this target
   static constexpr int kQuantSmallTmax = 2, kQuantPanels = 1, kQuantTmax = 2;
 
   static F zero() { return _mm256_setzero_ps(); }

@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "core/sanitizers.h"
 #include "data/task_format.h"
 #include "engine/engine.h"
 #include "server/api_key.h"
@@ -907,7 +908,7 @@ std::vector<engine::HttpRequestCount> HttpServer::request_counts() const {
 
 }  // namespace shrike::server
 
-#if defined(__SANITIZE_THREAD__)
+#if defined(SHRIKE_TSAN)
 // ThreadSanitizer builds: Debian's libcpp-httplib is not instrumented, so TSan cannot see its
 // synchronization and reports the thread-safe first initialisation of a function-local static
 // string in its chunked writer (two streams finishing at once) as a race. Reports whose stacks

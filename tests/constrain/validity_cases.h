@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/sanitizers.h"
+
 namespace shrike::constrain::validity {
 
 using ojson = nlohmann::ordered_json;
@@ -21,7 +23,7 @@ using ojson = nlohmann::ordered_json;
 // Outputs per constraint: the acceptance count, 1,000, in the normal build; 100 in sanitizer
 // builds, which are ~10x slower.
 inline int outputs_per_constraint() {
-#if defined(SHRIKE_SANITIZED) || defined(__SANITIZE_ADDRESS__)
+#if defined(SHRIKE_SANITIZED)
   return 100;
 #else
   if (std::getenv("SHRIKE_SANITIZED")) return 100;

@@ -122,11 +122,10 @@ class Validity : public ::testing::Test {
   void run(const std::string& name, const Automaton& a, Valid valid, int n, int max_tokens = 512) {
     auto c = std::make_shared<const Constraint>(a, *vocab_);
     int ok = 0, ended = 0;
-    int64_t steps = 0, tokens = 0;
+    int64_t tokens = 0;
     for (int i = 0; i < n; ++i) {
       const Output o = generate(c, *tok_, uint64_t(i) + 1, false, max_tokens);
       ended += o.ended;
-      steps += o.sampled;
       tokens += int64_t(o.tokens.size());
       std::string why;
       if (o.ended && valid(o.text, why)) {

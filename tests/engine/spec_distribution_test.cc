@@ -16,6 +16,7 @@
 #include <string>
 #include <tuple>
 
+#include "core/sanitizers.h"
 #include "core/thread_pool.h"
 #include "decode/chi_square.h"
 #include "engine/engine.h"
@@ -30,7 +31,13 @@ namespace {
 
 using Triple = std::tuple<int32_t, int32_t, int32_t>;
 
+// The acceptance count in the normal build. Sanitizer builds (several times slower, and there to
+// find memory errors and races, not to measure) draw fewer: still enough bins for the test.
+#if defined(SHRIKE_SANITIZED)
+constexpr int64_t kSamples = 40000;
+#else
 constexpr int64_t kSamples = 100000;
+#endif
 
 // output_scale multiplies the output matrix: logits scaled, the same ranking, another
 // distribution (a scale above 1 makes an overconfident copy of the model).

@@ -10,18 +10,12 @@
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_test_util.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
 
 namespace shrike::kernels {
 namespace {
-
-std::vector<float> randn(size_t n, std::mt19937& rng) {
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
 
 // Float weights need the batch-invariant option (their fast single-token kernel sums in another
 // order); quantised weights must be invariant without it.

@@ -14,6 +14,7 @@
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_test_util.h"
 
 namespace shrike::kernels {
 namespace {
@@ -28,13 +29,6 @@ void for_each_isa(F&& fn) {
     fn(isa);
   }
   set_active_isa(saved);
-}
-
-std::vector<float> randn(size_t n, std::mt19937& rng, float scale = 1.0f) {
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& e : v) e = d(rng);
-  return v;
 }
 
 const int64_t kSizes[] = {1, 3, 7, 8, 15, 16, 17, 31, 33, 768, 4095};
@@ -266,7 +260,10 @@ void check_attention_against_reference(Rows kind) {
     const auto q = randn(size_t(c.n_tokens * dim), rng);
     const AttentionShape s{c.n_tokens, c.pos0,     c.n_heads,
                            c.n_kv,     c.head_dim, 1.0f / std::sqrt(float(c.head_dim))};
-    for (const auto& [row_stride, head_stride] : strides) {
+    for (const auto& stride : strides) {
+      // Named copies, not a structured binding: clang 14 (the sanitizer build) cannot capture
+      // a binding in the lambda below.
+      const int64_t row_stride = stride[0], head_stride = stride[1];
       TestRows k, v;
       const bool head_major = row_stride == c.head_dim;
       make_rows(k, kind, kmem, n_pos, c.block_size, c.n_kv, c.head_dim, row_stride, head_stride,

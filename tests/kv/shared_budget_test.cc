@@ -186,7 +186,7 @@ TEST(KvStorageCommit, LazyStorageIsZeroAndResidentOnlyWhereWritten) {
   EXPECT_LT(resident_bytes(s.keys(0, 0), all), 2 * size_t(sysconf(_SC_PAGESIZE)) + block);
   EXPECT_EQ(s.keys(0, 9)[3 * 64], 0.0f);
   // Commit::Now is resident from the start.
-  KvStorage now(1, 256, 16, 2, 64, {KvFormat::F32});
+  KvStorage now(1, 256, 16, 2, 64, std::vector<KvFormat>{KvFormat::F32}, KvStorage::Commit::Now);
   EXPECT_GE(resident_bytes(now.keys(0, 0), block * 256), block * 256 / 2);
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "core/sanitizers.h"
 #include "run_shrike.h"
 #include "shared_data.h"
 
@@ -20,7 +21,7 @@ TEST(Soak, ShortSoakOfStories260KPassesEveryCriterion) {
   // quarter of this short run (the first bursts and the first prompts at the context limit
   // touch most of what the server will ever hold); the 30-minute run uses the default 10%.
   std::string memory_limit;
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(SHRIKE_SANITIZED)
   // A sanitizer's allocator keeps freed memory in quarantine (ASan: up to 256 MiB) and its
   // shadow grows with it, so resident memory says nothing about leaks there (LeakSanitizer
   // does that job); every other criterion still holds.

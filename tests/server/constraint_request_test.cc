@@ -8,7 +8,9 @@
 #include "tokenizer/bpe_trainer.h"
 
 namespace shrike::server {
-namespace {
+// Its own namespace: server_test is one unity translation unit, and generation_request_test.cc
+// has helpers of the same names.
+namespace constraint_request {
 
 using Kind = constrain::ConstraintSpec::Kind;
 
@@ -172,11 +174,11 @@ TEST(GuidedRequest, UnsupportedFeaturesAre400sNamingThem) {
   }
 }
 
-}  // namespace
+}  // namespace constraint_request
 }  // namespace shrike::server
 
 namespace shrike::server {
-namespace {
+namespace constraint_request {
 
 TEST(GuidedRequest, JumpForwardOnByDefaultOffOnRequest) {
   for (const auto& [extra, want] : std::vector<std::pair<std::string, bool>>{
@@ -191,5 +193,5 @@ TEST(GuidedRequest, JumpForwardOnByDefaultOffOnRequest) {
   EXPECT_EQ(parse_error(R"("jump_forward":"no")").param, "jump_forward");
 }
 
-}  // namespace
+}  // namespace constraint_request
 }  // namespace shrike::server

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -92,6 +93,7 @@ const std::vector<std::string> kUtterances = {"where is my order SO123", "cancel
 
 TEST_F(TaskServer, IntentRouteAnswersInTheLabelSet) {
   EXPECT_NE(task_->log().find("task intent_slots_v1"), std::string::npos) << task_->log();
+  int steps = 0, tokens = 0;
   for (const auto& text : kUtterances) {
     const Reply r = post(task_->port(), "/v1/intent", json{{"text", text}}.dump());
     ASSERT_EQ(r.status, 200) << r.body;
@@ -105,10 +107,18 @@ TEST_F(TaskServer, IntentRouteAnswersInTheLabelSet) {
     EXPECT_GT(j["usage"]["prompt_tokens"].get<int>(), 2);
     EXPECT_GT(j["usage"]["completion_tokens"].get<int>(), 0);
     EXPECT_GT(j["timing"]["model_steps"].get<int>(), 0);
-    // Jump-forward: the keys and punctuation cost no model call of their own.
-    EXPECT_LT(j["timing"]["model_steps"].get<int>(), j["usage"]["completion_tokens"].get<int>());
+    // Jump-forward: a forced run of tokens is one model call, never more than its tokens.
+    EXPECT_LE(j["timing"]["model_steps"].get<int>(), j["usage"]["completion_tokens"].get<int>());
     EXPECT_GE(j["timing"]["total_ms"].get<double>(), j["timing"]["first_token_ms"].get<double>());
+    steps += j["timing"]["model_steps"].get<int>();
+    tokens += j["usage"]["completion_tokens"].get<int>();
+    std::printf("%s: %d model steps for %d tokens\n", j.dump().c_str(),
+                j["timing"]["model_steps"].get<int>(), j["usage"]["completion_tokens"].get<int>());
   }
+  // A forced run saves calls only when it is longer than one token, which depends on how this
+  // barely trained model answers (GCC and clang builds train it to different weights); over the
+  // five answers the keys and punctuation always save some.
+  EXPECT_LT(steps, tokens);
 }
 
 TEST_F(TaskServer, CompletionsUseTheTaskSchemaByDefault) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/sanitizers.h"
 #include "gguf/gguf.h"
 #include "test_util.h"
 #include "tokenizer/tokenizer.h"
@@ -390,7 +391,7 @@ TEST(BpeTrainer, TrainsThousandsOfSentencesQuickly) {
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%zu sentences -> %d pieces in %.3f s\n", texts.size(), v.size(), secs);
   EXPECT_EQ(v.size(), 4096);
-#ifdef __SANITIZE_ADDRESS__
+#ifdef SHRIKE_SANITIZED
   const double limit = 20.0;  // ASan/UBSan builds run several times slower
 #else
   const double limit = 2.0;

@@ -22,10 +22,6 @@ using hftest::json;
 ::testing::Environment* const cleanup =
     ::testing::AddGlobalTestEnvironment(new hftest::ScratchCleanup);
 
-std::string vectors_dir() {
-  return testing::shared_dir() + "/reference/tokenizers";
-}
-
 // The reference vocabulary as a Hugging Face folder, loaded back.
 struct Loaded {
   Vocab original;
@@ -34,8 +30,8 @@ struct Loaded {
 
 Loaded through_hf(const std::string& name) {
   Loaded l;
-  l.original =
-      vocab_from_gguf(gguf::GgufFile::open(vectors_dir() + "/ggml-vocab-" + name + ".gguf"));
+  l.original = vocab_from_gguf(gguf::GgufFile::open(::shrike::testing::tokenizer_vectors_dir() +
+                                                    "/ggml-vocab-" + name + ".gguf"));
   const std::string dir = hftest::scratch("vocab_" + name);
   hftest::write_hf_tokenizer(l.original, dir, "{{ bos_token }}");
   l.hf = load_hf_tokenizer(dir);
@@ -44,7 +40,8 @@ Loaded through_hf(const std::string& name) {
 
 // llama.cpp's test-tokenizer-0 vectors (see ../shared/reference/tokenizers/README.md).
 void check_vectors(const std::string& name, const Tokenizer& tok) {
-  const std::string base = vectors_dir() + "/ggml-vocab-" + name + ".gguf";
+  const std::string base =
+      ::shrike::testing::tokenizer_vectors_dir() + "/ggml-vocab-" + name + ".gguf";
   const std::string inp = hftest::read_text(base + ".inp");
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::vector<std::string> texts;

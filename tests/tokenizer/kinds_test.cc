@@ -21,10 +21,6 @@ namespace {
 
 using shrike::testing::scratch_dir;
 
-std::string vectors_dir() {
-  return shrike::testing::shared_dir() + "/reference/tokenizers";
-}
-
 // A tiny byte-level BPE GGUF: pieces for "a", "b", "ab", "Ġ" (space), "Ġab"; `edit` may break it.
 template <typename F>
 std::string write_bpe_gguf(const std::string& name, F&& edit) {
@@ -167,8 +163,8 @@ TEST(TokenizerStream, HoldsIncompleteUtf8) {
 TEST(TokenizerStream, DecoderMatchesDecode) {
   SHRIKE_REQUIRE_SHARED("reference/tokenizers/ggml-vocab-gpt-2.gguf");
   for (const char* name : {"gpt-2", "llama-spm"}) {
-    const Tokenizer tok(
-        vocab_from_gguf(gguf::GgufFile::open(vectors_dir() + "/ggml-vocab-" + name + ".gguf")));
+    const Tokenizer tok(vocab_from_gguf(gguf::GgufFile::open(
+        ::shrike::testing::tokenizer_vectors_dir() + "/ggml-vocab-" + name + ".gguf")));
     const std::string text = "Hello 世界 🦙 Führer\n";
     const auto ids = tok.encode(text, false);
     StreamDecoder d(tok);
@@ -190,8 +186,8 @@ TEST(TokenizerStream, DecoderMatchesDecode) {
 
 TEST(TokenizerWordPiece, NormalisesLikeBert) {
   SHRIKE_REQUIRE_SHARED("reference/tokenizers/ggml-vocab-bert-bge.gguf");
-  const Tokenizer tok(
-      vocab_from_gguf(gguf::GgufFile::open(vectors_dir() + "/ggml-vocab-bert-bge.gguf")));
+  const Tokenizer tok(vocab_from_gguf(gguf::GgufFile::open(
+      ::shrike::testing::tokenizer_vectors_dir() + "/ggml-vocab-bert-bge.gguf")));
   EXPECT_EQ(tok.kind(), VocabKind::Wpm);
   EXPECT_EQ(tok.decode(tok.encode("Héllo   WORLD", false)), "hello world");
   EXPECT_EQ(tok.encode("[CLS]", false, true), std::vector<int32_t>{101});
@@ -208,8 +204,8 @@ TEST(TokenizerSpeed, EncodeMixedEnglishChinese) {
   std::string text;
   while (text.size() < (2u << 20)) text += paragraph;
   for (const char* name : {"llama-spm", "gpt-2", "deepseek-llm"}) {
-    const Tokenizer tok(
-        vocab_from_gguf(gguf::GgufFile::open(vectors_dir() + "/ggml-vocab-" + name + ".gguf")));
+    const Tokenizer tok(vocab_from_gguf(gguf::GgufFile::open(
+        ::shrike::testing::tokenizer_vectors_dir() + "/ggml-vocab-" + name + ".gguf")));
     const auto t0 = std::chrono::steady_clock::now();
     const auto ids = tok.encode(text, false);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

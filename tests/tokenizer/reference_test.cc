@@ -24,9 +24,6 @@ using shrike::testing::shared_dir;
 std::string stories_dir() {
   return shared_dir() + "/reference/stories260K";
 }
-std::string vectors_dir() {
-  return shared_dir() + "/reference/tokenizers";
-}
 
 // golden.json: every prompt encodes to run.c's ids; every generated id's piece matches run.c's
 // (which stores "▁" as ' ', BOS as "\n<s>\n" and prints <0xXX> as the raw byte); the whole text
@@ -80,7 +77,8 @@ TEST(TokenizerGolden, Stories260KWithGgufVocab) {
 // llama.cpp's test-tokenizer-0 vectors: .inp strings separated by "\n__ggml_vocab_test__\n",
 // .out lines of space-separated ids (no BOS/EOS).
 void check_vectors(const std::string& name) {
-  const std::string base = vectors_dir() + "/ggml-vocab-" + name + ".gguf";
+  const std::string base =
+      ::shrike::testing::tokenizer_vectors_dir() + "/ggml-vocab-" + name + ".gguf";
   const Tokenizer tok(vocab_from_gguf(gguf::GgufFile::open(base)));
   const std::string inp = read_file(base + ".inp");
   const std::string sep = "\n__ggml_vocab_test__\n";
@@ -150,7 +148,8 @@ INSTANTIATE_TEST_SUITE_P(All, TokenizerVectorsBpe,
 // piece that no merge can reach ("\x01▁\x01") turns the word splitting off.
 TEST(TokenizerVectors, WordSplittingMatchesWholeText) {
   SHRIKE_REQUIRE_SHARED("reference/tokenizers/ggml-vocab-llama-spm.gguf");
-  const std::string base = vectors_dir() + "/ggml-vocab-llama-spm.gguf";
+  const std::string base =
+      ::shrike::testing::tokenizer_vectors_dir() + "/ggml-vocab-llama-spm.gguf";
   Vocab v = vocab_from_gguf(gguf::GgufFile::open(base));
   const Tokenizer split(v);
   v.pieces.push_back("\x01\xE2\x96\x81\x01");
@@ -180,7 +179,8 @@ TEST(TokenizerVectors, WordSplittingMatchesWholeText) {
 // with pieces that span words), and checks both decode back exactly.
 TEST(TokenizerSpeed, EncodeOneMegabyteLlamaSpm) {
   SHRIKE_REQUIRE_SHARED("reference/tokenizers/ggml-vocab-llama-spm.gguf");
-  Vocab v = vocab_from_gguf(gguf::GgufFile::open(vectors_dir() + "/ggml-vocab-llama-spm.gguf"));
+  Vocab v = vocab_from_gguf(gguf::GgufFile::open(::shrike::testing::tokenizer_vectors_dir() +
+                                                 "/ggml-vocab-llama-spm.gguf"));
   const Tokenizer split(v);
   v.pieces.push_back("\x01\xE2\x96\x81\x01");  // unreachable; turns word splitting off
   v.scores.push_back(-1e9f);
