@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "metrics_probe.h"
 #include "run_shrike.h"
 #include "server_process.h"
 
@@ -95,20 +96,11 @@ double metric(const std::string& text, const std::string& name_and_labels) {
   return -1;
 }
 
-double scrape(int port, const std::string& name_and_labels) {
+// metric() of a live server's /metrics (exact labels, the model label dropped); metrics_probe.h's
+// scrape_metric() matches a prefix instead.
+double scrape_metric(int port, const std::string& name_and_labels) {
   const Reply r = get(port, "/metrics", {});
   return r.status == 200 ? metric(r.body, name_and_labels) : -1;
-}
-
-// Polls `cond` every 20 ms for up to timeout_s.
-bool eventually(const std::function<bool()>& cond, double timeout_s) {
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return cond();
 }
 
 // ServerProcess::start returns at "listening on", before the model is attached: until then
@@ -203,7 +195,7 @@ class ServerTest : public ::testing::Test {
   // Acceptance 4: whatever a test did (errors, stops, deadlines), no KV block stays in use.
   void TearDown() override {
     if (!setup_error_->empty()) return;
-    EXPECT_TRUE(eventually([&] { return scrape(port(), "shrike_kv_blocks_used") == 0; }, 5))
+    EXPECT_TRUE(eventually([&] { return scrape_metric(port(), "shrike_kv_blocks_used") == 0; }, 5))
         << "KV blocks still in use after the test";
   }
   int port() const { return server_->port(); }
@@ -272,11 +264,11 @@ TEST_F(ServerTest, ConstrainedOutputsMatchAndJumpForwardSavesSteps) {
       SCOPED_TRACE(c.options + " / " + prompt);
       const std::string base =
           std::string(R"({"prompt": ")") + prompt + R"(", "max_tokens": 100, )" + c.options;
-      const double s0 = scrape(port(), "shrike_engine_steps_total");
+      const double s0 = scrape_metric(port(), "shrike_engine_steps_total");
       const Reply a = post(port(), "/v1/completions", base + "}");
-      const double s1 = scrape(port(), "shrike_engine_steps_total");
+      const double s1 = scrape_metric(port(), "shrike_engine_steps_total");
       const Reply b = post(port(), "/v1/completions", base + R"(, "jump_forward": false})");
-      const double s2 = scrape(port(), "shrike_engine_steps_total");
+      const double s2 = scrape_metric(port(), "shrike_engine_steps_total");
       ASSERT_EQ(a.status, 200) << a.body;
       ASSERT_EQ(b.status, 200) << b.body;
       const std::string text = a.parsed()["choices"][0]["text"];
@@ -451,15 +443,17 @@ TEST_F(ServerTest, ModelsHealthMetrics) {
   // client may beat.
   EXPECT_TRUE(eventually(
       [&] {
-        return scrape(port(),
-                      R"(shrike_http_requests_total{route="/v1/completions",code="200"})") >= 1 &&
-               scrape(port(), R"(shrike_http_requests_total{route="/v1/models",code="401"})") >= 1;
+        return scrape_metric(port(),
+                             R"(shrike_http_requests_total{route="/v1/completions",code="200"})") >=
+                   1 &&
+               scrape_metric(port(),
+                             R"(shrike_http_requests_total{route="/v1/models",code="401"})") >= 1;
       },
       5));
   EXPECT_GT(metric(metrics.body, "shrike_kv_blocks_capacity"), 0);
   // The engine frees a finished request's blocks just after its last event, which the response
   // may beat: the gauge reaches 0 within moments, not necessarily before the reply.
-  EXPECT_TRUE(eventually([&] { return scrape(port(), "shrike_kv_blocks_used") == 0; }, 5));
+  EXPECT_TRUE(eventually([&] { return scrape_metric(port(), "shrike_kv_blocks_used") == 0; }, 5));
 }
 
 TEST_F(ServerTest, NulByteAndLenientContentType) {
@@ -651,7 +645,7 @@ TEST_F(ServerTest, HostileRequestsGetOpenAiErrors) {
   }
   // And the server still serves.
   EXPECT_EQ(post(port(), "/v1/completions", R"({"prompt": "x", "max_tokens": 1})").status, 200);
-  EXPECT_EQ(scrape(port(), "shrike_kv_blocks_used"), 0);
+  EXPECT_EQ(scrape_metric(port(), "shrike_kv_blocks_used"), 0);
 }
 
 // Acceptance 5, the raw half: curl's view of the SSE stream.
@@ -761,16 +755,18 @@ TEST_F(SlowServerTest, DisconnectMidStreamFreesBlocks) {
       ++events;
     if (events >= 4) break;
   }
-  EXPECT_GT(scrape(server.port(), "shrike_kv_blocks_used"), 0);
+  EXPECT_GT(scrape_metric(server.port(), "shrike_kv_blocks_used"), 0);
   conn.close_now();
-  EXPECT_TRUE(eventually([&] { return scrape(server.port(), "shrike_kv_blocks_used") == 0; }, 5))
+  EXPECT_TRUE(
+      eventually([&] { return scrape_metric(server.port(), "shrike_kv_blocks_used") == 0; }, 5))
       << "blocks still in use after the client left";
   EXPECT_TRUE(eventually(
       [&] {
-        return scrape(server.port(), R"(shrike_requests_finished_total{reason="cancelled"})") == 1;
+        return scrape_metric(server.port(),
+                             R"(shrike_requests_finished_total{reason="cancelled"})") == 1;
       },
       5));
-  EXPECT_EQ(scrape(server.port(), R"(shrike_requests_finished_total{reason="length"})"), 0)
+  EXPECT_EQ(scrape_metric(server.port(), R"(shrike_requests_finished_total{reason="length"})"), 0)
       << "the request ran to the end instead of being cancelled";
   EXPECT_EQ(get(server.port(), "/health", {}).status, 200);
   server.signal(SIGTERM);
@@ -794,7 +790,7 @@ TEST_F(SlowServerTest, Int8MixedKvCacheBytesInMetrics) {
   EXPECT_EQ(o["prefix_cache"], "off");
   EXPECT_EQ(o["kv_type"].get<std::string>().rfind("int8-mixed", 0), 0u);
   // 4 layers of 4 kv heads of 64: layer 0 in f16 (2 x 4 x 64 x 2 bytes), 3 in int8 (2 x 4 x 68).
-  EXPECT_EQ(scrape(server.port(), R"(shrike_kv_cache_bytes_per_token{type="int8-mixed"})"),
+  EXPECT_EQ(scrape_metric(server.port(), R"(shrike_kv_cache_bytes_per_token{type="int8-mixed"})"),
             2 * 4 * 64 * 2 + 3 * 2 * 4 * (64 + 4));
   RawConnection conn(server.port());
   ASSERT_TRUE(conn.ok());
@@ -817,9 +813,9 @@ TEST_F(SlowServerTest, Int8MixedKvCacheBytesInMetrics) {
   conn.close_now();
   EXPECT_TRUE(eventually(
       [&] {
-        return scrape(server.port(), "shrike_kv_blocks_used") == 0 &&
-               scrape(server.port(), "shrike_kv_cache_bytes_used") == 0 &&
-               scrape(server.port(), "shrike_kv_cache_f16_copy_bytes") == 0;
+        return scrape_metric(server.port(), "shrike_kv_blocks_used") == 0 &&
+               scrape_metric(server.port(), "shrike_kv_cache_bytes_used") == 0 &&
+               scrape_metric(server.port(), "shrike_kv_cache_f16_copy_bytes") == 0;
       },
       5));
   server.signal(SIGTERM);
@@ -848,13 +844,13 @@ TEST_F(SlowServerTest, SigtermDrains) {
                        std::to_string(kTokens) + "}",
                    {});
   });
-  ASSERT_TRUE(eventually([&] { return scrape(port, "shrike_requests_running") == 1; }, 10));
+  ASSERT_TRUE(eventually([&] { return scrape_metric(port, "shrike_requests_running") == 1; }, 10));
   server.signal(SIGTERM);
   EXPECT_TRUE(eventually([&] { return get(port, "/health", {}).status == 503; }, 5));
   const Reply refused = post(port, "/v1/completions", R"({"prompt": "x", "max_tokens": 1})", {});
   EXPECT_EQ(refused.status, 503);
   EXPECT_EQ(refused.parsed()["error"]["type"], "server_error");
-  const bool still_running = scrape(port, "shrike_requests_running") == 1;
+  const bool still_running = scrape_metric(port, "shrike_requests_running") == 1;
   t.join();
   EXPECT_TRUE(still_running) << "the request ended before the drain could be observed; make it "
                                 "longer";
@@ -877,7 +873,7 @@ TEST_F(SlowServerTest, DrainTimeoutCancelsAndExits) {
     running = post(port, "/v1/completions",
                    R"({"prompt": "Once upon a time", "ignore_eos": true, "max_tokens": 3500})", {});
   });
-  ASSERT_TRUE(eventually([&] { return scrape(port, "shrike_requests_running") == 1; }, 10));
+  ASSERT_TRUE(eventually([&] { return scrape_metric(port, "shrike_requests_running") == 1; }, 10));
   const auto t0 = std::chrono::steady_clock::now();
   server.signal(SIGTERM);
   EXPECT_EQ(server.wait_exit(20), 0) << server.log();
@@ -898,21 +894,21 @@ TEST_F(SlowServerTest, QueueFullIs429) {
   const int port = server.port();
   RawConnection a(port), b(port);
   ASSERT_TRUE(a.send_all(stream_request(3000)));
-  ASSERT_TRUE(eventually([&] { return scrape(port, "shrike_requests_running") == 1; }, 10));
+  ASSERT_TRUE(eventually([&] { return scrape_metric(port, "shrike_requests_running") == 1; }, 10));
   ASSERT_TRUE(b.send_all(stream_request(3000)));
-  ASSERT_TRUE(eventually([&] { return scrape(port, "shrike_requests_waiting") == 1; }, 10));
+  ASSERT_TRUE(eventually([&] { return scrape_metric(port, "shrike_requests_waiting") == 1; }, 10));
   const Reply c = post(port, "/v1/completions", R"({"prompt": "x", "max_tokens": 1})", {});
   EXPECT_EQ(c.status, 429) << c.body;
   EXPECT_FALSE(c.header("Retry-After").empty());
   EXPECT_EQ(c.parsed()["error"]["type"], "rate_limit_error");
-  EXPECT_GE(scrape(port, "shrike_requests_rejected_total"), 1);
+  EXPECT_GE(scrape_metric(port, "shrike_requests_rejected_total"), 1);
   a.close_now();
   b.close_now();
   EXPECT_TRUE(eventually(
       [&] {
-        return scrape(port, "shrike_kv_blocks_used") == 0 &&
-               scrape(port, "shrike_requests_running") == 0 &&
-               scrape(port, "shrike_requests_waiting") == 0;
+        return scrape_metric(port, "shrike_kv_blocks_used") == 0 &&
+               scrape_metric(port, "shrike_requests_running") == 0 &&
+               scrape_metric(port, "shrike_requests_waiting") == 0;
       },
       10))
       << "requests of dropped clients were not cleaned up";
