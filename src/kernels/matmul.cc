@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/matmul_internal.h"
+#include "kernels/ops.h"
 
 namespace shrike::kernels {
 
@@ -55,6 +56,29 @@ void check_type(DType type, int64_t cols) {
 
 int64_t round_up(int64_t v, int64_t m) {
   return (v + m - 1) / m * m;
+}
+
+bool quantised_type(DType t) {
+  return t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q8_C || t == DType::Q4_G128;
+}
+
+// The activation-sum correction the kernels start each block from (GemmArgs::xs):
+// Q4_0 nibbles carry an offset of 8; Q4_G128 nibbles none, but its minimum needs the plain
+// block sums (offset -1); Q8 weights are read as w + q8_offset.
+int32_t activation_offset(DType type, const detail::IsaMatmul& k) {
+  return type == DType::Q4_0 ? 8 : type == DType::Q4_G128 ? -1 : k.q8_offset;
+}
+
+// Q4_G128: per group of 4 blocks, the sum in order of xd * float(plain block sum) (GemmArgs::xm).
+void group_minimum_sums(const float* xd, const int32_t* sums, int64_t nb, int64_t ng, float* xm) {
+  for (int64_t g = 0; g < ng; ++g) {
+    const float* d = xd + 4 * g;
+    const int32_t* s = sums + 4 * g;
+    float sum = d[0] * float(s[0]);
+    for (int j = 1; j < 4; ++j) sum += d[j] * float(s[j]);
+    xm[g] = sum;
+  }
+  (void)nb;
 }
 
 // Row-scale types (Q8_C, FP8) keep the 16 rows' scales as the first 64 bytes of each panel.
@@ -317,6 +341,26 @@ void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_r
   }
 }
 
+// Panels [0, np) over the first nt threads of the pool.
+static void run_panels(const detail::IsaMatmul& k, const detail::GemmArgs& a, int64_t np, int nt,
+                       ThreadPool& pool) {
+  if (nt == 1) {
+    k.gemm(a, 0, np);
+    return;
+  }
+  // Contiguous panel ranges over the first nt threads, cut at multiples of the kernel's panel
+  // group. A row's sum does not depend on which thread computes it, so the thread count never
+  // changes the result.
+  const int64_t align = std::max<int64_t>(1, k.panel_align);
+  const int64_t units = (np + align - 1) / align;
+  pool.run([&](int i, int) {
+    if (i >= nt) return;
+    const int64_t b = std::min(np, units * i / nt * align);
+    const int64_t e = std::min(np, units * (i + 1) / nt * align);
+    if (b < e) k.gemm(a, b, e);
+  });
+}
+
 void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
                  ThreadPool& pool, MatmulOptions opt) {
   if (n <= 0 || w.rows() <= 0) return;
@@ -348,9 +392,7 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
     auto* xd = reinterpret_cast<float*>(buf + q_bytes);
     auto* xs = reinterpret_cast<int32_t*>(buf + q_bytes + d_bytes);
     auto* xm = reinterpret_cast<float*>(buf + q_bytes + 2 * d_bytes);
-    // Q4_0 nibbles carry an offset of 8; Q4_G128 nibbles none, but its minimum needs the plain
-    // block sums (offset -1); Q8 weights are read as w + q8_offset.
-    const int32_t offset = type == DType::Q4_0 ? 8 : type == DType::Q4_G128 ? -1 : k.q8_offset;
+    const int32_t offset = activation_offset(type, k);
     auto quantize_rows = [&](int64_t t0, int64_t t1) {
       std::vector<float> padded(K == kq ? 0 : size_t(kq), 0.0f);  // Q8_C rows of any length
       for (int64_t t = t0; t < t1; ++t) {
@@ -360,13 +402,7 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
           xt = padded.data();
         }
         k.quantize(xt, kq, xq + t * kq, xd + t * nb, xs + t * nb, offset);
-        for (int64_t g = 0; g < ng; ++g) {
-          const float* d = xd + t * nb + 4 * g;
-          const int32_t* s = xs + t * nb + 4 * g;
-          float sum = d[0] * float(s[0]);
-          for (int j = 1; j < 4; ++j) sum += d[j] * float(s[j]);
-          xm[t * ng + g] = sum;
-        }
+        group_minimum_sums(xd + t * nb, xs + t * nb, nb, ng, xm + t * ng);
       }
     };
     if (nt == 1 || n * K < 16384) {
@@ -416,27 +452,104 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
     a.x8_unscale = scale_for_fp8_decode(x, w.cols(), x8);
     a.x8 = x8;
   }
-  const int64_t np = n_panels(w.rows());
-  if (nt == 1) {
-    k.gemm(a, 0, np);
-    return;
-  }
-  // Contiguous panel ranges over the first nt threads, cut at multiples of the kernel's panel
-  // group. A row's sum does not depend on which thread computes it, so the thread count never
-  // changes the result.
-  const int64_t align = std::max<int64_t>(1, k.panel_align);
-  const int64_t units = (np + align - 1) / align;
-  pool.run([&](int i, int) {
-    if (i >= nt) return;
-    const int64_t b = std::min(np, units * i / nt * align);
-    const int64_t e = std::min(np, units * (i + 1) / nt * align);
-    if (b < e) k.gemm(a, b, e);
-  });
+  run_panels(k, a, n_panels(w.rows()), nt, pool);
 }
 
 void matmul(const PackedMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool,
             MatmulOptions opt) {
   matmul_with(active_isa(), w, x, n, y, pool, opt);
+}
+
+bool NormedInput::quantised_weights(DType t) {
+  return quantised_type(t);
+}
+
+void NormedInput::prepare(const float* x, const int64_t* rows, int64_t n, const float* norm_weight,
+                          int64_t dim, float eps, DType weight_type, ThreadPool& pool) {
+  prepare_with(active_isa(), x, rows, n, norm_weight, dim, eps, weight_type, pool);
+}
+
+void NormedInput::prepare_with(Isa isa, const float* x, const int64_t* rows, int64_t n,
+                               const float* norm_weight, int64_t dim, float eps, DType weight_type,
+                               ThreadPool& pool) {
+  const detail::IsaMatmul& k = isa_table(isa);
+  isa_ = isa;
+  n_ = n;
+  dim_ = dim;
+  quantised_ = quantised_type(weight_type) && k.norm_quantize && dim % kQuantBlock == 0;
+  const int64_t nb = dim / kQuantBlock;
+  const size_t cells = size_t(std::max<int64_t>(n, 0) * dim);
+  if (quantised_) {
+    if (q_.size() < cells) q_.resize(cells);
+    if (d_.size() < cells / kQuantBlock) d_.resize(cells / kQuantBlock);
+    if (sums_.size() < cells / kQuantBlock) sums_.resize(cells / kQuantBlock);
+  } else if (floats_.size() < cells) {
+    floats_.resize(cells);
+  }
+  auto normalise = [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const float* xt = x + (rows ? rows[t] : t) * dim;
+      if (quantised_)  // plain sums (offset -1): each product derives its own correction
+        k.norm_quantize(xt, norm_weight, rms_inverse(xt, dim, eps), dim, q_.data() + t * dim,
+                        d_.data() + t * nb, sums_.data() + t * nb, -1);
+      else
+        rmsnorm(floats_.data() + t * dim, xt, norm_weight, dim, eps);
+    }
+  };
+  // Row work is a few hundred nanoseconds: split only when there is enough of it (as matmul's
+  // own quantisation does).
+  const int nt = int(std::min<int64_t>(pool.size(), n));
+  if (nt <= 1 || n * dim < 16384) {
+    normalise(0, n);
+  } else {
+    pool.run([&](int i, int) {
+      if (i < nt) normalise(n * i / nt, n * (i + 1) / nt);
+    });
+  }
+}
+
+void matmul(const PackedMatrix& w, const NormedInput& x, float* y, ThreadPool& pool,
+            MatmulOptions opt) {
+  if (w.cols() != x.dim())
+    throw std::invalid_argument("matmul: the normalised input has " + std::to_string(x.dim()) +
+                                " columns, the matrix " + std::to_string(w.cols()));
+  if (!x.quantised()) return matmul_with(x.isa_, w, x.floats(), x.n(), y, pool, opt);
+  if (!quantised_type(w.type()))
+    throw std::invalid_argument("matmul: a quantised normalised input meets " +
+                                std::string(dtype_name(w.type())) + " weights");
+  const int64_t n = x.n();
+  if (n <= 0 || w.rows() <= 0) return;
+  const detail::IsaMatmul& k = isa_table(x.isa_);
+  const int64_t K = w.cols(), nb = K / kQuantBlock;
+  const int64_t ng = w.type() == DType::Q4_G128 ? K / kQ4G128Block : 0;
+  const int32_t offset = activation_offset(w.type(), k);
+  static thread_local Scratch scratch;
+  const size_t s_bytes = (size_t(n * nb) * 4 + 63) & ~size_t(63);
+  uint8_t* buf = scratch.get(s_bytes + size_t(n * ng) * 4 + 64);
+  const int32_t* xs = x.sums_.data();
+  if (offset != -1) {  // the kernels' starting value: -offset * sum(q)
+    auto* corrected = reinterpret_cast<int32_t*>(buf);
+    for (int64_t i = 0; i < n * nb; ++i) corrected[i] = -offset * x.sums_[size_t(i)];
+    xs = corrected;
+  }
+  auto* xm = reinterpret_cast<float*>(buf + s_bytes);
+  for (int64_t t = 0; t < n && ng > 0; ++t)
+    group_minimum_sums(x.d_.data() + t * nb, x.sums_.data() + t * nb, nb, ng, xm + t * ng);
+  detail::GemmArgs a{};
+  a.type = w.type();
+  a.w = w.data();
+  a.panel_bytes = detail::panel_bytes(w.type(), K);
+  a.rows = w.rows();
+  a.cols = K;
+  a.n = n;
+  a.y = y;
+  a.invariant = opt.batch_invariant;
+  a.xq = x.q_.data();
+  a.xd = x.d_.data();
+  a.xs = xs;
+  a.kq = K;
+  a.xm = xm;
+  run_panels(k, a, n_panels(w.rows()), threads_for_product(w.weight_bytes(), n, pool.size()), pool);
 }
 
 }  // namespace shrike::kernels

@@ -79,6 +79,53 @@ void matmul(const PackedMatrix& w, const float* x, int64_t n, float* y, ThreadPo
 void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
                  ThreadPool& pool, MatmulOptions opt = {});
 
+// RMSNorm fused with activation quantisation: the input of the products that follow a norm
+// (Q/K/V, gate/up, the output), prepared once for all of them. For quantised weights on SIMD
+// targets each row is normalised and quantised in one pass, block by block in registers: the
+// normalised f32 row is never written and the products skip their own quantisation of x.
+// Otherwise (float weights, the scalar target, a width not a multiple of 32) it keeps the f32
+// rows of rmsnorm. Either way matmul(w, input) equals rmsnorm followed by matmul, bit for bit.
+// Buffers grow and are kept: no allocation per step in the steady state.
+class NormedInput {
+ public:
+  // Whether products with weights of this type read quantised activations (Q8_0 / Q4_0 / Q8_C /
+  // Q4_G128).
+  static bool quantised_weights(DType t);
+
+  // Normalises n rows of x ([*][dim] row-major): rows[t] is the t-th row's index in x, or, with
+  // rows null, row t. `weight_type` is the type of the matrices that will read the input: they
+  // must all be quantised (Q8_0 / Q4_0 / Q8_C / Q4_G128) or all not.
+  void prepare(const float* x, const int64_t* rows, int64_t n, const float* norm_weight,
+               int64_t dim, float eps, DType weight_type, ThreadPool& pool);
+  // Same, for products computed with a given ISA (tests).
+  void prepare_with(Isa isa, const float* x, const int64_t* rows, int64_t n,
+                    const float* norm_weight, int64_t dim, float eps, DType weight_type,
+                    ThreadPool& pool);
+
+  bool quantised() const { return quantised_; }
+  int64_t n() const { return n_; }
+  int64_t dim() const { return dim_; }
+  // The normalised rows [n][dim], when not quantised (null otherwise).
+  const float* floats() const { return quantised_ ? nullptr : floats_.data(); }
+
+ private:
+  friend void matmul(const PackedMatrix& w, const NormedInput& x, float* y, ThreadPool& pool,
+                     MatmulOptions opt);
+  Isa isa_ = Isa::Scalar;
+  bool quantised_ = false;
+  int64_t n_ = 0, dim_ = 0;
+  std::vector<float> floats_;
+  // Quantised: q [n][dim] int8, d [n][dim/32] scales, sums [n][dim/32] plain block sums of q.
+  std::vector<int8_t> q_;
+  std::vector<float> d_;
+  std::vector<int32_t> sums_;
+};
+
+// Y = normalised X · Wᵀ for X prepared by NormedInput (with its ISA); std::invalid_argument when
+// w.cols() differs from the input's width, or a quantised input meets float weights.
+void matmul(const PackedMatrix& w, const NormedInput& x, float* y, ThreadPool& pool,
+            MatmulOptions opt = {});
+
 // How many of a pool's threads a product of this size uses. Waking a worker and waiting for it
 // costs about a microsecond on a quiet machine (much more on a busy one, where the worker may not
 // be running): a product splits only while each thread gets at least kMinProductBytesPerThread of

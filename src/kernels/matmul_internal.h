@@ -72,6 +72,9 @@ struct GemmArgs {
 // q = round(x/d), s = -offset * sum(q).
 using QuantizeRowFn = void (*)(const float* x, int64_t n, int8_t* q, float* d, int32_t* s,
                                int32_t offset);
+// RMSNorm fused with QuantizeRowFn: quantises (x[i] * inv) * weight[i] (n a multiple of 32).
+using NormQuantizeRowFn = void (*)(const float* x, const float* weight, float inv, int64_t n,
+                                   int8_t* q, float* d, int32_t* s, int32_t offset);
 // Computes the outputs of panels [p0, p1) for all n tokens.
 using GemmFn = void (*)(const GemmArgs& a, int64_t p0, int64_t p1);
 
@@ -81,6 +84,7 @@ struct IsaMatmul {
   int32_t q8_offset;     // activation-sum correction for Q8_0 / Q8_C (128: weights read as w + 128)
   int64_t panel_align;   // thread ranges are cut at multiples of this many panels
   int64_t x_pack_min_n;  // float types: pack x (GemmArgs::xp) when n >= this; 0 = never
+  NormQuantizeRowFn norm_quantize = nullptr;  // null where quantize is
 };
 
 constexpr int64_t kXBlock = 16;

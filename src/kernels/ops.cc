@@ -314,6 +314,10 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float e
   if (const auto* o = ops_for(active_isa())) return o->rmsnorm(out, x, weight, n, eps);
   reference::rmsnorm(out, x, weight, n, eps);
 }
+float rms_inverse(const float* x, int64_t n, float eps) {
+  if (const auto* o = ops_for(active_isa())) return o->rms_inverse(x, n, eps);
+  return reference::rms_inverse(x, n, eps);
+}
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dims, const float* cos_sin,
           RopeLayout layout) {
   if (const auto* o = ops_for(active_isa()))

@@ -11,6 +11,9 @@ namespace shrike::kernels {
 
 // out[i] = x[i] / sqrt(mean(x²) + eps) * weight[i], for one row of n.
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
+// The scale rmsnorm multiplies by, 1 / sqrt(mean(x²) + eps), with the same bits: rmsnorm(out, ...)
+// equals out[i] = (x[i] * rms_inverse(x, n, eps)) * weight[i] exactly.
+float rms_inverse(const float* x, int64_t n, float eps);
 
 // Rotary position embedding, in place on one token's heads: x is [n_heads][head_dim].
 // cos_sin holds, for this position, rot_dims/2 pairs (cos θ_i, sin θ_i). The first rot_dims
@@ -137,6 +140,7 @@ void attention_batch(const AttentionJob* jobs, int64_t n_jobs, ThreadPool& pool)
 // Scalar references of the above (tests compare every dispatched version against these).
 namespace reference {
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
+float rms_inverse(const float* x, int64_t n, float eps);
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dims, const float* cos_sin,
           RopeLayout layout);
 void silu_mul(float* out, const float* gate, const float* up, int64_t n);

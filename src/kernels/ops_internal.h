@@ -50,6 +50,7 @@ struct AttnHead {
 
 struct IsaOps {
   void (*rmsnorm)(float* out, const float* x, const float* weight, int64_t n, float eps);
+  float (*rms_inverse)(const float* x, int64_t n, float eps);
   void (*rope)(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dims, const float* cos_sin,
                RopeLayout layout);
   void (*silu_mul)(float* out, const float* gate, const float* up, int64_t n);

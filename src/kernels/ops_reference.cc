@@ -25,10 +25,14 @@ float kv_at(const KvRows& r, int64_t p, int64_t kv_head, int64_t i) {
 
 }  // namespace
 
-void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
+float rms_inverse(const float* x, int64_t n, float eps) {
   double ss = 0;
   for (int64_t i = 0; i < n; ++i) ss += double(x[i]) * x[i];
-  const float inv = 1.0f / std::sqrt(float(ss / double(n)) + eps);
+  return 1.0f / std::sqrt(float(ss / double(n)) + eps);
+}
+
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
+  const float inv = rms_inverse(x, n, eps);
   for (int64_t i = 0; i < n; ++i) out[i] = x[i] * inv * weight[i];
 }
 

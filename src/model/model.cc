@@ -34,6 +34,17 @@ void for_each_token(int64_t n, ThreadPool& pool, F&& fn) {
   });
 }
 
+// The weight type a norm's output is prepared for (kernels::NormedInput): the products' type
+// when all of them are quantised or all are float; F32 (plain f32 rows) when they mix.
+DType normed_type(std::initializer_list<const kernels::PackedMatrix*> parts) {
+  const DType first = (*parts.begin())->type();
+  for (const kernels::PackedMatrix* m : parts)
+    if (kernels::NormedInput::quantised_weights(m->type()) !=
+        kernels::NormedInput::quantised_weights(first))
+      return DType::F32;
+  return first;
+}
+
 void add_in_place(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
@@ -236,11 +247,9 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
   for (int64_t i = 0, t = 0, r = 0; i < n_seqs; t += seqs[i].n_tokens, ++i)
     for (int64_t j = seqs[i].n_tokens - seqs[i].n_logits; j < seqs[i].n_tokens; ++j, ++r)
       scratch.position[size_t(r)] = t + j;  // (positions are no longer needed)
-  for_each_token(n_logits, pool, [&](int64_t r) {
-    kernels::rmsnorm(scratch.xn.data() + r * c.dim, scratch.x.data() + position[r] * c.dim,
-                     weights_.output_norm.data(), c.dim, c.rms_eps);
-  });
-  kernels::matmul(output_matrix(), scratch.xn.data(), n_logits, logits, pool, opt.matmul);
+  scratch.normed.prepare(scratch.x.data(), position, n_logits, weights_.output_norm.data(), c.dim,
+                         c.rms_eps, output_matrix().type(), pool);
+  kernels::matmul(output_matrix(), scratch.normed, logits, pool, opt.matmul);
   timer.mark(OpProfile::kLogits);
 }
 
@@ -257,18 +266,18 @@ void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs,
   const int64_t* position = scratch.position.data();
   const int32_t* sequence = scratch.sequence.data();
 
-  for_each_token(n, pool, [&](int64_t t) {
-    kernels::rmsnorm(xn + t * c.dim, x + t * c.dim, w.attn_norm.data(), c.dim, c.rms_eps);
-  });
-  timer.mark(OpProfile::kNorm);
   const bool fused = w.wqkv.rows() > 0;
+  kernels::NormedInput& normed = scratch.normed;
+  normed.prepare(x, nullptr, n, w.attn_norm.data(), c.dim, c.rms_eps,
+                 fused ? w.wqkv.type() : normed_type({&w.wq, &w.wk, &w.wv}), pool);
+  timer.mark(OpProfile::kNorm);
   const int64_t qkv_dim = c.q_dim() + 2 * c.kv_dim();
   if (fused) {
-    kernels::matmul(w.wqkv, xn, n, scratch.qkv.data(), pool, mm);
+    kernels::matmul(w.wqkv, normed, scratch.qkv.data(), pool, mm);
   } else {
-    kernels::matmul(w.wq, xn, n, q, pool, mm);
-    kernels::matmul(w.wk, xn, n, k, pool, mm);
-    kernels::matmul(w.wv, xn, n, v, pool, mm);
+    kernels::matmul(w.wq, normed, q, pool, mm);
+    kernels::matmul(w.wk, normed, k, pool, mm);
+    kernels::matmul(w.wv, normed, v, pool, mm);
   }
   timer.mark(OpProfile::kQkv);
 
@@ -324,16 +333,16 @@ void Model::ffn_block(int64_t layer, int64_t n, ThreadPool& pool, ForwardScratch
   float* gate = scratch.gate.data();
   float* up = scratch.up.data();
 
-  for_each_token(n, pool, [&](int64_t t) {
-    kernels::rmsnorm(xn + t * c.dim, x + t * c.dim, w.ffn_norm.data(), c.dim, c.rms_eps);
-  });
-  timer.mark(OpProfile::kNorm);
   const bool fused = w.w_gate_up.rows() > 0;
+  kernels::NormedInput& normed = scratch.normed;
+  normed.prepare(x, nullptr, n, w.ffn_norm.data(), c.dim, c.rms_eps,
+                 fused ? w.w_gate_up.type() : normed_type({&w.w_gate, &w.w_up}), pool);
+  timer.mark(OpProfile::kNorm);
   if (fused) {
-    kernels::matmul(w.w_gate_up, xn, n, scratch.gate_up.data(), pool, mm);
+    kernels::matmul(w.w_gate_up, normed, scratch.gate_up.data(), pool, mm);
   } else {
-    kernels::matmul(w.w_gate, xn, n, gate, pool, mm);
-    kernels::matmul(w.w_up, xn, n, up, pool, mm);
+    kernels::matmul(w.w_gate, normed, gate, pool, mm);
+    kernels::matmul(w.w_up, normed, up, pool, mm);
   }
   timer.mark(OpProfile::kGateUp);
   for_each_token(n, pool, [&](int64_t t) {

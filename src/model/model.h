@@ -80,6 +80,8 @@ struct ForwardScratch {
   std::vector<int64_t> position;    // per token of the batch
   std::vector<int32_t> sequence;    // per token: index of its sequence in the batch
   std::vector<kernels::AttentionJob> jobs;
+  // A norm's output as the next products read it (RMSNorm fused with activation quantisation).
+  kernels::NormedInput normed;
 };
 
 // How a forward call computes.

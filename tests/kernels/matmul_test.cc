@@ -18,6 +18,8 @@
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "kernels/isa.h"
+#include "kernels/kernel_test_util.h"
+#include "kernels/ops.h"
 
 namespace shrike::kernels {
 namespace {
@@ -210,17 +212,18 @@ std::vector<Case> float_cases(DType t) {
           {t, 33, 4095, 1}, {t, 129, 96, 37}, {t, 300, 2050, 40}};
 }
 std::vector<Case> quant_cases(DType t) {
-  return {{t, 1, 32, 1},    {t, 3, 96, 1},    {t, 33, 32, 3},    {t, 31, 64, 5},
-          {t, 17, 96, 9},   {t, 70, 128, 16}, {t, 4095, 32, 2},  {t, 33, 4064, 1},
-          {t, 19, 4128, 4}, {t, 129, 96, 37}, {t, 300, 4128, 40},
-          {t, 300, 96, 1}};  // decode over groups of panels (kQuantDecodePanels), then single ones
+  return {
+      {t, 1, 32, 1},      {t, 3, 96, 1},    {t, 33, 32, 3},   {t, 31, 64, 5},   {t, 17, 96, 9},
+      {t, 70, 128, 16},   {t, 4095, 32, 2}, {t, 33, 4064, 1}, {t, 19, 4128, 4}, {t, 129, 96, 37},
+      {t, 300, 4128, 40}, {t, 300, 96, 1}};  // decode over groups of panels (kQuantDecodePanels),
+                                             // then single ones
 }
 // Groups of 128 columns; rows not a multiple of 16; n through decode, small-batch tiles and their
 // tails, and prefill tiles with tails.
 std::vector<Case> q4g128_cases() {
   const DType t = DType::Q4_G128;
-  return {{t, 1, 128, 1},   {t, 3, 256, 1},    {t, 33, 128, 3},   {t, 31, 384, 5},
-          {t, 17, 128, 9},  {t, 70, 256, 17},  {t, 4095, 128, 2}, {t, 33, 4096, 1},
+  return {{t, 1, 128, 1},   {t, 3, 256, 1},    {t, 33, 128, 3},    {t, 31, 384, 5},
+          {t, 17, 128, 9},  {t, 70, 256, 17},  {t, 4095, 128, 2},  {t, 33, 4096, 1},
           {t, 19, 4224, 4}, {t, 129, 640, 33}, {t, 300, 1152, 40}, {t, 300, 256, 1}};
 }
 // Q8_C takes any number of columns (rows zero-padded to 32 in the packed layout).
@@ -414,6 +417,72 @@ TEST(MatmulConcat, StackedProductEqualsEachPartBitForBit) {
         }
       }
   }
+}
+
+// RMSNorm fused with activation quantisation (NormedInput) against rmsnorm then matmul: the same
+// bits, on every ISA, weight type, thread count, row selection, and for the awkward widths that
+// keep f32 rows (not a multiple of 32).
+TEST(MatmulNormedInput, EqualsRmsnormThenMatmulBitForBit) {
+  for (Isa isa : supported_isas())
+    for (DType type : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_C,
+                       DType::Q4_G128, DType::FP8_E4M3})
+      for (int64_t cols : {int64_t(64), int64_t(256), int64_t(72)}) {
+        if (cols % 32 != 0 && type != DType::F32 && type != DType::F16 && type != DType::Q8_C)
+          continue;  // Q8_0 / Q4_0 / FP8 rows are whole blocks of 32
+        if (type == DType::Q4_G128 && cols % 128 != 0) continue;
+        std::mt19937 rng(uint32_t(cols) * 31 + uint32_t(static_cast<int>(type)));
+        const int64_t rows = 40, all_rows = 12;
+        const Weights wt = random_weights(type, rows, cols, rng);
+        const PackedMatrix w = PackedMatrix::pack(type, rows, cols, wt.file.data(), wt.scale_ptr());
+        std::vector<float> x = randn(size_t(all_rows * cols), rng, 3.0f);
+        const std::vector<float> gain = randn(size_t(cols), rng);
+        for (int64_t k = 0; k < std::min<int64_t>(32, cols); ++k)
+          x[size_t(k)] = 0.0f;  // all-zero row block
+        const std::vector<int64_t> picked = {11, 0,
+                                             5};  // rows out of order, as the logits take them
+        for (int threads : {1, 2})
+          for (int64_t n : {int64_t(1), int64_t(3), int64_t(12)}) {
+            const int64_t* sel = n == 3 ? picked.data() : nullptr;
+            ThreadPool pool(threads);
+            std::vector<float> normed(size_t(n * cols)), want(size_t(n * rows)),
+                got(size_t(n * rows), NAN);
+            for (int64_t t = 0; t < n; ++t)
+              rmsnorm(normed.data() + t * cols, x.data() + (sel ? sel[t] : t) * cols, gain.data(),
+                      cols, 1e-5f);
+            matmul_with(isa, w, normed.data(), n, want.data(), pool);
+            NormedInput in;
+            in.prepare_with(isa, x.data(), sel, n, gain.data(), cols, 1e-5f, type, pool);
+            EXPECT_EQ(in.quantised(),
+                      isa != Isa::Scalar && NormedInput::quantised_weights(type) && cols % 32 == 0);
+            matmul(w, in, got.data(), pool);
+            ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+                << isa_name(isa) << " " << dtype_name(type) << " cols=" << cols
+                << " threads=" << threads << " n=" << n;
+          }
+      }
+}
+
+TEST(MatmulNormedInput, RefusesMismatchedProducts) {
+  std::mt19937 rng(3);
+  const Weights q = random_weights(DType::Q8_0, 16, 64, rng);
+  const Weights f = random_weights(DType::F32, 16, 64, rng);
+  const PackedMatrix wq = PackedMatrix::pack(DType::Q8_0, 16, 64, q.file.data());
+  const PackedMatrix wf = PackedMatrix::pack(DType::F32, 16, 64, f.file.data());
+  const PackedMatrix w96 = PackedMatrix::pack(DType::F32, 16, 96, randn(16 * 96, rng).data());
+  const std::vector<float> x = randn(64, rng), gain = randn(64, rng);
+  std::vector<float> y(16);
+  ThreadPool pool(1);
+  NormedInput in;
+  in.prepare(x.data(), nullptr, 1, gain.data(), 64, 1e-5f, DType::Q8_0, pool);
+  EXPECT_THROW(matmul(w96, in, y.data(), pool), std::invalid_argument);  // width
+  if (in.quantised()) {
+    EXPECT_THROW(matmul(wf, in, y.data(), pool), std::invalid_argument);
+  }
+  EXPECT_NO_THROW(matmul(wq, in, y.data(), pool));
+  in.prepare(x.data(), nullptr, 1, gain.data(), 64, 1e-5f, DType::F32, pool);
+  EXPECT_FALSE(in.quantised());
+  EXPECT_NO_THROW(matmul(wq, in, y.data(), pool));  // f32 rows serve any weights
+  EXPECT_NO_THROW(matmul(wf, in, y.data(), pool));
 }
 
 TEST(MatmulConcat, RefusesPartsThatCannotStack) {
