@@ -15,10 +15,6 @@ constexpr double kPauseBelow = 0.1;
 constexpr int32_t kPauseSteps = 16;
 constexpr int64_t kExploreEvery = 16;
 
-int32_t argmax(const float* x, int64_t n) {
-  return int32_t(std::max_element(x, x + n) - x);
-}
-
 }  // namespace
 
 bool needs_batch_invariance(const model::Model& target) {
@@ -196,7 +192,7 @@ int32_t Speculation::draw(Seq& s, float* logits, int32_t i, const SeqInfo& info,
   // position's mask, so every draft is one the constraint allows.
   const int32_t only = walk != nullptr ? walk->only_token() : -1;
   if (walk != nullptr && only < 0) decode::apply_token_mask(logits, n_vocab, *walk->mask());
-  if (s.greedy) return only >= 0 ? only : argmax(logits, n_vocab);  // greedy needs no q
+  if (s.greedy) return only >= 0 ? only : decode::argmax(logits, n_vocab);  // greedy needs no q
   float* q = s.draft_probs.data() + size_t(i) * size_t(n_vocab);
   if (only >= 0) {
     std::fill(q, q + n_vocab, 0.0f);
@@ -222,41 +218,65 @@ void Speculation::propose_draft(Scheduler& sched,
                                 const std::vector<std::pair<SeqId, int32_t>>& allotted) {
   const model::Model& draft = *config_.draft;
   const int64_t n_vocab = target_.config().vocab_size;
-  std::vector<std::vector<int32_t>> drafts(allotted.size());
-  // Per sequence: its draft length (shorter when its constraint completes or refuses) and, for
-  // a constrained request, a copy of its cursor walking the drafts.
-  std::vector<int32_t> ks(allotted.size());
-  std::vector<std::optional<ConstrainedDecoding>> walks(allotted.size());
-  for (size_t a = 0; a < allotted.size(); ++a) {
-    ks[a] = allotted[a].second;
-    if (const ConstrainedDecoding* c = seqs_.at(allotted[a].first).constrained) {
-      walks[a].emplace(*c);
+  const size_t m = allotted.size();
+  std::vector<std::vector<int32_t>> drafts(m);
+  // Per sequence: its draft length (shorter when its constraint completes or refuses), for a
+  // constrained request a copy of its cursor walking the drafts, and the tokens the draft model
+  // reads next (from position feed_pos), the last of which is the one whose successor it drafts.
+  std::vector<int32_t> ks(m);
+  std::vector<std::optional<ConstrainedDecoding>> walks(m);
+  std::vector<std::vector<int32_t>> feed(m);
+  std::vector<int64_t> feed_pos(m);
+  // Forced positions (the constraint allows one token) are drafted without the draft model, as
+  // jump-forward does for the target: their tokens join the next pass's input, so a run of JSON
+  // punctuation and key names costs the draft one pass instead of one per token.
+  auto take_forced = [&](size_t a) {
+    ConstrainedDecoding* walk = walks[a] ? &*walks[a] : nullptr;
+    if (walk == nullptr) return;
+    Seq& s = seqs_.at(allotted[a].first);
+    while (!walk->complete() && int32_t(drafts[a].size()) < ks[a]) {
+      const int32_t f = walk->only_token();
+      if (f < 0 || !walk->advance(f)) break;
+      if (!s.greedy) {  // q is a point mass at a forced position
+        float* q = s.draft_probs.data() + drafts[a].size() * size_t(n_vocab);
+        std::fill(q, q + n_vocab, 0.0f);
+        q[f] = 1.0f;
+      }
+      drafts[a].push_back(f);
+      feed[a].push_back(f);
+    }
+    if (walk->complete()) ks[a] = int32_t(drafts[a].size());  // nothing can follow
+  };
+  for (size_t a = 0; a < m; ++a) {
+    const auto& [id, k] = allotted[a];
+    ks[a] = k;
+    Seq& s = seqs_.at(id);
+    if (s.constrained != nullptr) {
+      walks[a].emplace(*s.constrained);
       if (walks[a]->complete()) ks[a] = 0;
     }
+    const SeqInfo& info = *sched.find(id);
+    const int64_t known = int64_t(info.tokens.size());
+    // Catch up with the settled tokens the draft has not seen.
+    if (!s.draft_kv)
+      s.draft_kv = std::make_unique<kv::ContiguousKvCache>(
+          draft.config().n_layers, draft_capacity(info), draft.config().n_kv_heads,
+          draft.config().head_dim);
+    s.draft_kv->truncate(known - 1);  // never ahead of the settled tokens
+    if (!s.greedy) s.draft_probs.resize(size_t(k) * size_t(n_vocab));
+    feed_pos[a] = s.draft_kv->n_positions();
+    feed[a].assign(info.tokens.begin() + feed_pos[a], info.tokens.end());
+    take_forced(a);
   }
   std::vector<model::BatchSequence> batch;
   std::vector<size_t> member;  // batch entry -> index in allotted
-  for (int32_t i = 0;; ++i) {
+  for (;;) {
     batch.clear();
     member.clear();
-    for (size_t a = 0; a < allotted.size(); ++a) {
-      const auto& [id, k] = allotted[a];
-      if (i >= ks[a]) continue;
-      Seq& s = seqs_.at(id);
-      const SeqInfo& info = *sched.find(id);
-      const int64_t known = int64_t(info.tokens.size());
-      if (i == 0) {  // catch up with the settled tokens the draft has not seen
-        if (!s.draft_kv)
-          s.draft_kv = std::make_unique<kv::ContiguousKvCache>(
-              draft.config().n_layers, draft_capacity(info), draft.config().n_kv_heads,
-              draft.config().head_dim);
-        s.draft_kv->truncate(known - 1);  // never ahead of the settled tokens
-        if (!s.greedy) s.draft_probs.resize(size_t(k) * size_t(n_vocab));
-        const int64_t from = s.draft_kv->n_positions();
-        batch.push_back({info.tokens.data() + from, known - from, from, s.draft_kv.get(), 1});
-      } else {
-        batch.push_back({&drafts[a][size_t(i - 1)], 1, known + i - 1, s.draft_kv.get(), 1});
-      }
+    for (size_t a = 0; a < m; ++a) {
+      if (int32_t(drafts[a].size()) >= ks[a]) continue;
+      batch.push_back({feed[a].data(), int64_t(feed[a].size()), feed_pos[a],
+                       seqs_.at(allotted[a].first).draft_kv.get(), 1});
       member.push_back(a);
     }
     if (batch.empty()) break;
@@ -266,17 +286,19 @@ void Speculation::propose_draft(Scheduler& sched,
       const size_t a = member[b];
       Seq& s = seqs_.at(allotted[a].first);
       ConstrainedDecoding* walk = walks[a] ? &*walks[a] : nullptr;
-      const int32_t t =
-          draw(s, logits_.data() + b * size_t(n_vocab), i, *sched.find(allotted[a].first), walk);
+      const int32_t t = draw(s, logits_.data() + b * size_t(n_vocab), int32_t(drafts[a].size()),
+                             *sched.find(allotted[a].first), walk);
       if (walk != nullptr && !walk->advance(t)) {  // nothing allowed was drawn: stop here
-        ks[a] = i;
+        ks[a] = int32_t(drafts[a].size());
         continue;
       }
       drafts[a].push_back(t);
-      if (walk != nullptr && walk->complete()) ks[a] = i + 1;  // nothing can follow
+      feed_pos[a] += int64_t(feed[a].size());
+      feed[a].assign(1, t);
+      take_forced(a);
     }
   }
-  for (size_t a = 0; a < allotted.size(); ++a)
+  for (size_t a = 0; a < m; ++a)
     if (!drafts[a].empty()) sched.add_draft(allotted[a].first, drafts[a]);
 }
 

@@ -121,6 +121,36 @@ TEST(Sampler, GreedyTakesTheFirstOfTiedMaxima) {
   for (int i = 0; i < 20; ++i) EXPECT_EQ(k1.sample(logits.data(), 5, {}, {}).token, 1);
 }
 
+// The vectorised argmax against the one-index scan it replaced: the first of the largest, NaN
+// passed over, at every length around the vector widths and with ties, -inf and NaN placed
+// anywhere.
+TEST(Sampler, ArgmaxIsTheFirstOfTheLargestLikeAScan) {
+  auto scan = [](const float* x, int64_t n) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < n; ++i)
+      if (x[i] > x[best]) best = i;
+    return int32_t(best);
+  };
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> level(0, 5);  // few distinct values: many ties
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  for (int64_t n = 1; n <= 70; ++n)
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) v = float(level(rng)) - 2.5f;
+      if (trial % 4 == 1) x[size_t(rng() % size_t(n))] = nan;
+      if (trial % 4 == 2) x[0] = nan;
+      if (trial % 4 == 3) std::fill(x.begin(), x.end(), -inf);
+      if (trial % 8 == 5) x[size_t(rng() % size_t(n))] = inf;
+      ASSERT_EQ(argmax(x.data(), n), scan(x.data(), n)) << "n=" << n << " trial=" << trial;
+    }
+  std::vector<float> big(4099, -1.0f);
+  big[4098] = 2.0f;
+  big[17] = 2.0f;
+  EXPECT_EQ(argmax(big.data(), int64_t(big.size())), 17);
+}
+
 TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
   SamplerParams p = greedy();
   p.repetition_penalty = 2.0f;
