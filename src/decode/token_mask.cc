@@ -50,4 +50,21 @@ void apply_token_mask(float* logits, int64_t n_vocab, const TokenBitset& allowed
   }
 }
 
+int32_t masked_argmax(const float* logits, int64_t n_vocab, const TokenBitset& allowed) {
+  const auto& words = allowed.words();
+  int64_t first = -1, best = -1;
+  float best_logit = -std::numeric_limits<float>::infinity();
+  for (size_t w = 0; w < words.size() && int64_t(w) * 64 < n_vocab; ++w)
+    for (uint64_t bits = words[w]; bits != 0; bits &= bits - 1) {
+      const int64_t id = int64_t(w) * 64 + std::countr_zero(bits);
+      if (id >= n_vocab) break;
+      if (first < 0) first = id;
+      if (logits[id] > best_logit) {  // strictly: the lowest id on ties; NaN never
+        best = id;
+        best_logit = logits[id];
+      }
+    }
+  return int32_t(best >= 0 ? best : first);
+}
+
 }  // namespace shrike::decode

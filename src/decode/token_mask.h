@@ -41,4 +41,10 @@ class TokenBitset {
 // not allowed). Word at a time: a word with no allowed id is 64 plain stores.
 void apply_token_mask(float* logits, int64_t n_vocab, const TokenBitset& allowed);
 
+// The allowed id (< n_vocab) with the largest logit, the lowest on ties, reading only the allowed
+// ids (a constrained position allows a few dozen of thousands): what argmax gives after
+// apply_token_mask, without writing the row, whenever an allowed logit is a number above -inf.
+// Otherwise (every allowed logit -inf or NaN) the lowest allowed id; -1 when none is allowed.
+int32_t masked_argmax(const float* logits, int64_t n_vocab, const TokenBitset& allowed);
+
 }  // namespace shrike::decode

@@ -191,8 +191,13 @@ int32_t Speculation::draw(Seq& s, float* logits, int32_t i, const SeqInfo& info,
   // Constrained: a forced position takes its token (q a point mass), any other draws under the
   // position's mask, so every draft is one the constraint allows.
   const int32_t only = walk != nullptr ? walk->only_token() : -1;
+  if (s.greedy) {  // greedy needs no q; under a mask only the allowed logits are read
+    if (only >= 0) return only;
+    if (walk == nullptr) return decode::argmax(logits, n_vocab);
+    const int32_t t = decode::masked_argmax(logits, n_vocab, *walk->mask());
+    return t >= 0 ? t : 0;  // nothing allowed: the walk refuses whatever is drawn
+  }
   if (walk != nullptr && only < 0) decode::apply_token_mask(logits, n_vocab, *walk->mask());
-  if (s.greedy) return only >= 0 ? only : decode::argmax(logits, n_vocab);  // greedy needs no q
   float* q = s.draft_probs.data() + size_t(i) * size_t(n_vocab);
   if (only >= 0) {
     std::fill(q, q + n_vocab, 0.0f);

@@ -375,6 +375,7 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
   a.x = x;
   a.y = y;
   a.invariant = opt.batch_invariant;
+  a.streaming = w.weight_bytes() >= detail::kStreamingBytes;
   const int nt = threads_for_product(w.weight_bytes(), n, pool.size());
   const DType type = w.type();
   const bool quantised = (type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q8_C ||
@@ -544,6 +545,7 @@ void matmul(const PackedMatrix& w, const NormedInput& x, float* y, ThreadPool& p
   a.n = n;
   a.y = y;
   a.invariant = opt.batch_invariant;
+  a.streaming = w.weight_bytes() >= detail::kStreamingBytes;
   a.xq = x.q_.data();
   a.xd = x.d_.data();
   a.xs = xs;

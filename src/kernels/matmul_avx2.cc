@@ -29,6 +29,7 @@ struct Avx2 {
   // unpacked weights of 2 x T tiles fill the registers at T = 2.
   static constexpr bool kQuantDecode = false;
   static constexpr int kQuantSmallTmax = 2, kQuantPanels = 1, kQuantTmax = 2;
+  static constexpr bool kQuantSmallMultiPanel = false;  // see qdrive
 
   static F zero() { return _mm256_setzero_ps(); }
   static F set1(float f) { return _mm256_set1_ps(f); }

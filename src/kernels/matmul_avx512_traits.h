@@ -37,6 +37,7 @@ struct Avx512 {
   // Small batches: 1 panel x up to 8 tokens; prefill: 2 panels x 4 tokens (8 int32 + 8 f32
   // accumulators).
   static constexpr int kQuantSmallTmax = 8, kQuantPanels = 2, kQuantTmax = 4;
+  static constexpr bool kQuantSmallMultiPanel = true;  // see qdrive
 
   static F zero() { return _mm512_setzero_ps(); }
   static F set1(float f) { return _mm512_set1_ps(f); }

@@ -66,6 +66,9 @@ struct GemmArgs {
   float* y;  // [n][rows]
   // Sum in the batched kernels' order even for n = 1 (MatmulOptions::batch_invariant).
   bool invariant;
+  // The matrix is large enough (kStreamingBytes) to stream from L3 or memory rather than stay
+  // in L1/L2: small batches read several panels at once, with software prefetch.
+  bool streaming;
 };
 
 // Quantises one row of n (multiple of 32) floats per block of 32: d = absmax/127,
@@ -88,6 +91,7 @@ struct IsaMatmul {
 };
 
 constexpr int64_t kXBlock = 16;
+constexpr size_t kStreamingBytes = 512 * 1024;
 
 IsaMatmul isa_matmul_scalar();
 IsaMatmul isa_matmul_avx2();

@@ -36,6 +36,7 @@ struct Neon {
   static constexpr int kQuantDecodePanels = 1;  // not measured on this target
   // 1 panel x 2 tokens: 8 int32 + 8 f32 accumulators + 4 weight vectors.
   static constexpr int kQuantSmallTmax = 2, kQuantPanels = 1, kQuantTmax = 2;
+  static constexpr bool kQuantSmallMultiPanel = false;  // see qdrive
 
   static F zero() { return vdupq_n_f32(0.0f); }
   static F set1(float f) { return vdupq_n_f32(f); }

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <memory>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -157,6 +159,38 @@ TEST(SamplerMask, ApplyMaskHandlesPartialWords) {
   allowed.set(0), allowed.set(64), allowed.set(129);
   decode::apply_token_mask(l.data(), 130, allowed);
   for (int i = 0; i < 130; ++i) EXPECT_EQ(std::isinf(l[size_t(i)]), i != 0 && i != 64 && i != 129);
+}
+
+// masked_argmax reads only the allowed ids and answers what argmax gives after apply_token_mask
+// (random rows with ties, sparse and dense masks, NaN logits, partial last words).
+TEST(SamplerMask, MaskedArgmaxEqualsArgmaxAfterTheMask) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> level(0, 6);
+  for (int64_t n : {1, 63, 64, 65, 130, 3699})
+    for (int trial = 0; trial < 100; ++trial) {
+      std::vector<float> l(static_cast<size_t>(n));
+      for (float& v : l) v = float(level(rng));
+      // A NaN past id 0 (argmax's NaN at 0 answers 0, a quirk the masked form need not share).
+      if (trial % 3 == 1 && n > 1) l[1 + rng() % size_t(n - 1)] = std::nanf("");
+      decode::TokenBitset allowed(n);
+      const unsigned every = trial % 2 ? 2 : 50;  // dense or sparse
+      for (int64_t i = 0; i < n; ++i)
+        if (rng() % every == 0) allowed.set(i);
+      if (allowed.count() == 0) allowed.set(n - 1);
+      const int32_t got = decode::masked_argmax(l.data(), n, allowed);
+      decode::apply_token_mask(l.data(), n, allowed);
+      bool number = false;  // an allowed logit above -inf (otherwise: the lowest allowed id)
+      for (int64_t i = 0; i < n; ++i) number |= allowed.test(i) && l[size_t(i)] == l[size_t(i)];
+      if (number)
+        ASSERT_EQ(got, decode::argmax(l.data(), n)) << "n=" << n << " trial=" << trial;
+      else
+        ASSERT_EQ(got, allowed.first()) << "n=" << n << " trial=" << trial;
+    }
+  std::vector<float> l(10, -std::numeric_limits<float>::infinity());
+  decode::TokenBitset none(10), some(10);
+  some.set(3), some.set(7);
+  EXPECT_EQ(decode::masked_argmax(l.data(), 10, none), -1);
+  EXPECT_EQ(decode::masked_argmax(l.data(), 10, some), 3);  // all -inf: the lowest allowed
 }
 
 }  // namespace

@@ -212,11 +212,25 @@ std::vector<Case> float_cases(DType t) {
           {t, 33, 4095, 1}, {t, 129, 96, 37}, {t, 300, 2050, 40}};
 }
 std::vector<Case> quant_cases(DType t) {
-  return {
-      {t, 1, 32, 1},      {t, 3, 96, 1},    {t, 33, 32, 3},   {t, 31, 64, 5},   {t, 17, 96, 9},
-      {t, 70, 128, 16},   {t, 4095, 32, 2}, {t, 33, 4064, 1}, {t, 19, 4128, 4}, {t, 129, 96, 37},
-      {t, 300, 4128, 40}, {t, 300, 96, 1}};  // decode over groups of panels (kQuantDecodePanels),
-                                             // then single ones
+  return {{t, 1, 32, 1},
+          {t, 3, 96, 1},
+          {t, 33, 32, 3},
+          {t, 31, 64, 5},
+          {t, 17, 96, 9},
+          {t, 70, 128, 16},
+          {t, 4095, 32, 2},
+          {t, 33, 4064, 1},
+          {t, 19, 4128, 4},
+          {t, 129, 96, 37},
+          {t, 300, 4128, 40},
+          {t, 300, 96, 1},  // decode over groups of panels (kQuantDecodePanels),
+                            // then single ones
+          // Small batches: 2 tokens over groups of 4 panels and a tail panel; 3..6 tokens of a
+          // streaming matrix (>= 512 KiB: 2 panels x 6-token tiles, prefetching) with a tail panel.
+          {t, 70, 96, 2},
+          {t, 2100, 512, 3},
+          {t, 2100, 512, 5},
+          {t, 2090, 544, 6}};
 }
 // Groups of 128 columns; rows not a multiple of 16; n through decode, small-batch tiles and their
 // tails, and prefill tiles with tails.
@@ -224,7 +238,8 @@ std::vector<Case> q4g128_cases() {
   const DType t = DType::Q4_G128;
   return {{t, 1, 128, 1},   {t, 3, 256, 1},    {t, 33, 128, 3},    {t, 31, 384, 5},
           {t, 17, 128, 9},  {t, 70, 256, 17},  {t, 4095, 128, 2},  {t, 33, 4096, 1},
-          {t, 19, 4224, 4}, {t, 129, 640, 33}, {t, 300, 1152, 40}, {t, 300, 256, 1}};
+          {t, 19, 4224, 4}, {t, 129, 640, 33}, {t, 300, 1152, 40}, {t, 300, 256, 1},
+          {t, 70, 128, 2},  {t, 2100, 512, 3}, {t, 2090, 640, 5}};
 }
 // Q8_C takes any number of columns (rows zero-padded to 32 in the packed layout).
 std::vector<Case> q8c_cases() {
