@@ -25,6 +25,9 @@ void add_spec_options(CLI::App& app, SpecArgs& args, const std::string& spec_fla
                  "one more verified row relative to a one-token step (0: measured)")
       ->check(CLI::Range(0.0, 0.999999))
       ->capture_default_str();
+  app.add_flag("--spec-draft-always", args.draft_always,
+               "a draft model drafts up to --spec-k whatever it costs (default: only as far as "
+               "its measured acceptance and pass time against the target's step pay)");
 }
 
 engine::SpeculativeConfig resolve_spec_options(const SpecArgs& args, const model::Model& target,
@@ -34,6 +37,7 @@ engine::SpeculativeConfig resolve_spec_options(const SpecArgs& args, const model
   c.max_k = args.k;
   c.max_batch_tokens = args.max_batch;
   c.row_cost = args.row_cost;
+  c.cost_aware = !args.draft_always;
   if (c.mode == engine::SpecMode::Draft) {
     if (args.draft.empty()) throw std::invalid_argument("--spec draft needs --draft MODEL");
     draft_holder = model::load_model(args.draft);

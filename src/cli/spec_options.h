@@ -17,6 +17,7 @@ struct SpecArgs {
   int32_t k = 4;             // --spec-k: longest draft
   int64_t max_batch = 6;     // --spec-max-batch: speculate below this many tokens per step
   double row_cost = engine::SpeculativeConfig{}.row_cost;  // --spec-row-cost
+  bool draft_always = false;                               // --spec-draft-always
 };
 
 // Registers the options on app; spec_flag is the name of the mode option ("--spec").

@@ -204,6 +204,32 @@ double StepCost::row_cost(double fallback) const {
   return std::clamp(b / (a + b), 0.01, 0.95);
 }
 
+double StepCost::one_token_seconds() const {
+  const double det = s0_ * s2_ - s1_ * s1_;
+  if (s0_ < 8 || det < 1e-3 * s0_ * s0_) return 0;
+  const double b = (s0_ * t1_ - s1_ * t0_) / det;
+  const double a = (t0_ - b * s1_) / s0_;
+  return a + b > 0 ? a + b : 0;
+}
+
+int32_t best_draft_length(double acceptance, double draft_cost, double row_cost, int32_t max_k,
+                          double margin) {
+  const double a = std::clamp(acceptance, 0.0, 0.999);
+  int32_t best = 0;
+  double best_gain = margin;
+  double tokens = 1, p = 1;  // E(k) and a^k
+  for (int32_t k = 1; k <= max_k; ++k) {
+    p *= a;
+    tokens += p;
+    const double gain = tokens / (1 + double(k) * (draft_cost + row_cost));
+    if (gain > best_gain) {
+      best_gain = gain;
+      best = k;
+    }
+  }
+  return best;
+}
+
 void DraftWorth::update(int32_t proposed, int32_t accepted) {
   if (proposed <= 0) return;
   accepted = std::clamp(accepted, 0, proposed);

@@ -134,12 +134,25 @@ class StepCost {
   void observe(int64_t tokens, double seconds);
   // The measured cost, or `fallback` until steps of different sizes have been seen.
   double row_cost(double fallback) const;
+  // The fitted time of a one-token step (a + b), or 0 until it is determined.
+  double one_token_seconds() const;
 
  private:
   int64_t max_;
   double decay_;
   double s0_ = 0, s1_ = 0, s2_ = 0, t0_ = 0, t1_ = 0;
 };
+
+// The draft length that pays best with a draft model (0: none does), from measured costs. Each
+// draft token is accepted with probability `acceptance` (the ones after it only if it was), so
+// k drafts give E(k) = (1 - a^(k+1)) / (1 - a) tokens per step (accepted ones and the target's
+// own); they cost k draft passes of `draft_cost` and k more verified rows of `row_cost`, both
+// relative to a one-token target step. Returns the k in [1, max_k] with the largest
+// E(k) / (1 + k * (draft_cost + row_cost)), if that beats plain decoding's 1 by `margin`
+// (work around the model that this does not count: drafting bookkeeping, longer
+// verification), else 0.
+int32_t best_draft_length(double acceptance, double draft_cost, double row_cost, int32_t max_k,
+                          double margin = 1.1);
 
 // Speculation trades compute for fewer memory-bound steps: it pays only while a step's weights
 // read dominates, i.e. the batch is small. True when a step of batch_tokens (every sequence's

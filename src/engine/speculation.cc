@@ -131,6 +131,17 @@ std::vector<std::pair<SeqId, int32_t>> Speculation::allot(const Scheduler& sched
     // engine's jump-forward rule), sampled tokens at it: drafts stay clear of that edge.
     if (s.constrained) k = std::min(k, sched.config().context_length - known - 3);
     if (k <= 0) continue;
+    // A draft model drafts only as far as it pays, once its cost and the target's are measured.
+    if (config_.mode == SpecMode::Draft && config_.cost_aware && draft_pass_weight_ >= 4) {
+      const double step = step_cost_.one_token_seconds();
+      if (step > 0) {
+        const double draft_cost = draft_pass_seconds_ / draft_pass_weight_ / step;
+        const int32_t pays =
+            decode::best_draft_length(draft_worth_.rate(), draft_cost, row_cost(), int32_t(k));
+        if (pays == 0 && ++s.unpaid % kExploreEvery != 0) continue;
+        k = std::max<int64_t>(1, std::min<int64_t>(k, pays));
+      }
+    }
     out.push_back({id, int32_t(k)});
     budget -= k;
   }
@@ -285,6 +296,7 @@ void Speculation::propose_draft(Scheduler& sched,
       member.push_back(a);
     }
     if (batch.empty()) break;
+    const auto pass_start = std::chrono::steady_clock::now();
     logits_.resize(batch.size() * size_t(n_vocab));
     draft.forward_batch(batch.data(), int64_t(batch.size()), logits_.data(), threads_, scratch_);
     for (size_t b = 0; b < batch.size(); ++b) {
@@ -301,6 +313,16 @@ void Speculation::propose_draft(Scheduler& sched,
       feed_pos[a] += int64_t(feed[a].size());
       feed[a].assign(1, t);
       take_forced(a);
+    }
+    // What a drafted token costs one sequence (the pass and the drawing); a pass that catches
+    // up with a prompt is prefill, not drafting, and does not count.
+    bool drafting_pass = true;
+    for (const model::BatchSequence& bs : batch) drafting_pass &= bs.n_tokens <= 8;
+    if (drafting_pass) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - pass_start).count();
+      draft_pass_seconds_ = draft_pass_seconds_ * 0.98 + seconds / double(batch.size());
+      draft_pass_weight_ = draft_pass_weight_ * 0.98 + 1;
     }
   }
   for (size_t a = 0; a < m; ++a)
@@ -332,6 +354,7 @@ decode::Verification Speculation::verify(SeqId id, decode::Sampler& sampler, flo
   s.stats.add(int32_t(draft.size()), v.accepted);
   if (config_.mode == SpecMode::Ngram && s.matched > 0)
     ngram_worth_[size_t(s.matched)].update(int32_t(draft.size()), v.accepted);
+  if (config_.mode == SpecMode::Draft) draft_worth_.update(int32_t(draft.size()), v.accepted);
   s.adaptive.update(int32_t(draft.size()), v.accepted);
   if (s.adaptive.k() == 1 && s.adaptive.acceptance_rate() < kPauseBelow) s.pause = kPauseSteps;
   // The draft cache keeps the positions whose tokens were accepted (settled + accepted).

@@ -66,6 +66,11 @@ struct SpeculativeConfig {
   // a one-token step: 0 measures it from the engine's own steps (decode::StepCost; 0.1 until
   // steps of several sizes were seen); a value in (0, 1) fixes it.
   double row_cost = 0;
+  // A draft model drafts only as far as it pays (decode::best_draft_length: its acceptance
+  // across requests, its measured pass time and the row cost against the target's one-token step);
+  // a draft that does not pay drafts one token every 16th step, to notice when it starts to. false:
+  // draft up to the adaptive length whatever it costs (tests of the verifier, comparisons).
+  bool cost_aware = true;
   bool enabled() const { return mode != SpecMode::Off; }
   // Why the settings are unusable (empty when fine), e.g. a draft with another vocabulary.
   std::string error(const model::Model& target) const;
@@ -121,6 +126,7 @@ class Speculation {
     const ConstrainedDecoding* constrained = nullptr;
     int32_t matched = 0;  // prompt lookup: the match length of the pending draft
     int32_t pause = 0;    // steps left without speculation (acceptance too low)
+    int64_t unpaid = 0;   // steps the draft model's cost rule left without drafts
   };
   // How many draft tokens each decoding sequence gets this step (0: none).
   std::vector<std::pair<SeqId, int32_t>> allot(const Scheduler& sched);
@@ -142,6 +148,12 @@ class Speculation {
   std::vector<decode::DraftWorth> ngram_worth_;
   std::vector<int64_t> ngram_skipped_;
   decode::StepCost step_cost_;
+  // The draft model's cost per drafted token of one sequence (a pass with its drawing),
+  // decayed average over the passes so far.
+  double draft_pass_seconds_ = 0, draft_pass_weight_ = 0;
+  // The draft model's per-token acceptance across requests (an intent answer is a few steps
+  // long: too short to learn a rate of its own).
+  decode::DraftWorth draft_worth_{0.99};
   model::ForwardScratch scratch_;
   std::vector<float> logits_;
   std::vector<decode::TokenProb> probs_;

@@ -533,5 +533,33 @@ TEST(SpeculativeStats, CountsAndMeans) {
   EXPECT_DOUBLE_EQ(s.tokens_per_step(), 8.0 / 3);
 }
 
+// The draft model's cost rule against worked figures: a cheap, well-accepted draft drafts the
+// longest length; one that costs about a target step drafts nothing; rejection-prone drafts
+// stay short; nothing beats plain decoding without acceptance.
+TEST(BestDraftLength, DraftsAsFarAsItPays) {
+  // 5 MB intent teacher with a dim-64 draft: a = 0.9, a draft pass 5% of a step, a row 7%.
+  EXPECT_EQ(best_draft_length(0.9, 0.05, 0.07, 4), 4);
+  // The demo's small teacher with its student: the draft costs 75% of a step, a row 50%.
+  EXPECT_EQ(best_draft_length(0.85, 0.75, 0.5, 4), 0);
+  EXPECT_EQ(best_draft_length(0.0, 0.01, 0.01, 8), 0);
+  // E(k) / cost(k) by hand for a = 0.5, costs 0.15 + 0.1: k = 1: 1.5 / 1.25 = 1.2; k = 2:
+  // 1.75 / 1.5 = 1.17; k = 3: 1.875 / 1.75 = 1.07.
+  EXPECT_EQ(best_draft_length(0.5, 0.15, 0.1, 8, 1.0), 1);
+  // A gain must beat the margin: 1.2 does not beat 1.3.
+  EXPECT_EQ(best_draft_length(0.5, 0.15, 0.1, 8, 1.3), 0);
+  // Cheaper drafts are drafted further.
+  EXPECT_LE(best_draft_length(0.8, 0.2, 0.1, 16), best_draft_length(0.8, 0.05, 0.05, 16));
+}
+
+TEST(StepCost, FitsTheOneTokenStepAndTheRowCost) {
+  StepCost c;
+  EXPECT_EQ(c.one_token_seconds(), 0);  // nothing seen yet
+  for (int i = 0; i < 20; ++i) c.observe(1, 12e-6);
+  EXPECT_EQ(c.one_token_seconds(), 0);               // one size only: the line is not determined
+  for (int i = 0; i < 20; ++i) c.observe(5, 20e-6);  // t = 10 us + 2 us per token
+  EXPECT_NEAR(c.one_token_seconds(), 12e-6, 1e-9);
+  EXPECT_NEAR(c.row_cost(0.5), 2.0 / 12, 1e-6);
+}
+
 }  // namespace
 }  // namespace shrike::decode

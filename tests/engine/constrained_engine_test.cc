@@ -265,6 +265,7 @@ TEST(ConstrainedEngine, SpeculationGivesNonSpeculativeOutputs) {
         c.spec.draft = draft;
         c.spec.max_k = 5;
         c.spec.max_batch_tokens = 256;  // speculate in every step, however many sequences run
+        c.spec.cost_aware = false;      // and draft whatever the draft costs (the verifier's test)
         for (const bool concurrent : {false, true}) {
           SCOPED_TRACE(std::string(constrain::kind_name(spec.kind)) + " " + spec_mode_name(mode) +
                        (draft == m.model.get() ? " (self)" : "") + (jump ? " jump-forward" : "") +
@@ -304,6 +305,7 @@ TEST(ConstrainedEngine, SpeculativeSamplingStaysValid) {
     c.spec.mode = mode;
     c.spec.draft = m.model.get();
     c.spec.max_batch_tokens = 256;
+    c.spec.cost_aware = false;
     const std::vector<ConstraintSpec> all = specs();
     std::vector<GenerationRequest> reqs;
     for (const auto& spec : all)

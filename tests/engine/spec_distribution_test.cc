@@ -135,6 +135,7 @@ Counts sample_through_engine(const test_util::Loaded& target, const model::Model
   c.spec.draft = draft;
   c.spec.max_k = 2;
   c.spec.max_batch_tokens = 100000;  // every step speculates, however many sequences run
+  c.spec.cost_aware = false;  // a draft as costly as the target would otherwise stop drafting
   Engine e(*target.model, *target.tok, c);
   Counts counts;
   constexpr int64_t kWave = 500;

@@ -113,8 +113,10 @@ EngineConfig config(SpecMode mode, const model::Model* draft = nullptr) {
   c.spec.mode = mode;
   c.spec.draft = draft;
   c.spec.max_k = 5;
-  // Speculate in every step here, however many sequences run (mixed batches).
+  // Speculate in every step here, however many sequences run (mixed batches), whatever the
+  // draft costs (the cost rule has its own test below).
   c.spec.max_batch_tokens = 256;
+  c.spec.cost_aware = false;
   return c;
 }
 
@@ -308,6 +310,36 @@ TEST(Speculation, StopStringsMaxTokensAndLogprobsAsWithout) {
     expect_same_outputs(want, run_concurrently(e, reqs));
     expect_no_blocks_in_use(e);
   }
+}
+
+// The draft model's cost rule: a random draft is almost never accepted, so once its acceptance
+// is learnt (across requests) it drafts only on exploration steps (one token every 16th step),
+// where without the rule every request starts again at the longest draft and backs off; the
+// outputs are plain greedy's either way. (stories260K as its own draft is accepted 99% of the
+// time and costs ~0.75 of a batch-invariant target step: that one does pay, ~1.2x by the rule.)
+TEST(Speculation, ADraftThatDoesNotPayStandsAside) {
+  SHRIKE_REQUIRE_SHARED("reference/stories260K/stories260K.gguf");
+  auto reqs = prompts(24, 21);
+  for (auto& r : reqs) {
+    r.max_tokens = 48;
+    r.ignore_eos = true;
+  }
+  Engine plain(*stories().model, *stories().tok, config(SpecMode::Off));
+  const auto want = run_alone(plain, reqs);
+  int64_t proposed[2] = {0, 0};
+  for (const bool cost_aware : {false, true}) {
+    EngineConfig c = config(SpecMode::Draft, &bad_draft());
+    c.spec.cost_aware = cost_aware;
+    Engine e(*stories().model, *stories().tok, c);
+    const auto got = run_alone(e, reqs);
+    expect_same_outputs(want, got);
+    for (const auto& o : got) proposed[cost_aware] += o.last.spec_proposed;
+    expect_no_blocks_in_use(e);
+  }
+  std::printf("random draft: %lld tokens drafted always, %lld with the cost rule\n",
+              (long long)proposed[0], (long long)proposed[1]);
+  EXPECT_GT(proposed[1], 0);  // exploration
+  EXPECT_LT(proposed[1] * 2, proposed[0]);
 }
 
 TEST(Speculation, CancellationAndDeadlinesFreeTheBlocks) {
