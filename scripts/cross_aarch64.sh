@@ -5,7 +5,8 @@
 #   -cpu max         (Armv8.x with SDOT): every NEON kernel, with and without SDOT, against the
 #                    scalar reference for every weight type and odd shapes (kernels_test), the
 #                    stories260K golden test on every target (model_test), the tokenizer
-#                    reference vectors (tokenizer_test) and the core tests;
+#                    reference vectors (tokenizer_test), the sampler (sampler_test: the NEON
+#                    argmax) and the core tests;
 #   -cpu cortex-a53  (Armv8.0, no SDOT): the run-time detection falls back to plain NEON
 #                    (kernel dispatch and invariance tests, the golden test).
 # Each run names the kernel targets it expects (SHRIKE_EXPECT_ISAS), and a skipped test is a
@@ -49,7 +50,7 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
 # SHRIKE_CROSS_CI=1 (scripts/test.sh): the kernel, golden and tokenizer runs on -cpu max only,
 # which is what CI has time for; the core tests and the cortex-a53 runs are left to a full run.
 ci=${SHRIKE_CROSS_CI:-0}
-targets=(kernels_test model_test tokenizer_test)
+targets=(kernels_test model_test tokenizer_test sampler_test)
 [ "$ci" = 1 ] || targets+=(core_test)
 cmake --build "$build" --target "${targets[@]}" -j"$(nproc)"
 built=$(date +%s)
@@ -85,6 +86,7 @@ pids=()
   run kernels-max-1 max "scalar neon neon_dot" kernels/kernels_test '*' 0 2
   run tokenizer-max max "scalar neon neon_dot" tokenizer/tokenizer_test \
     'TokenizerVectors*:*/TokenizerVectorsBpe.*'
+  run sampler-max max "scalar neon neon_dot" decode/sampler_test '*'  # NEON argmax
 ) & pids+=($!)
 (
   run kernels-max-2 max "scalar neon neon_dot" kernels/kernels_test '*' 1 2
