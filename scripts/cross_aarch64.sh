@@ -5,8 +5,8 @@
 #   -cpu max         (Armv8.x with SDOT): every NEON kernel, with and without SDOT, against the
 #                    scalar reference for every weight type and odd shapes (kernels_test), the
 #                    stories260K golden test on every target (model_test), the tokenizer
-#                    reference vectors (tokenizer_test), the sampler (sampler_test: the NEON
-#                    argmax) and the core tests;
+#                    reference vectors (tokenizer_test), the NEON argmax (sampler_test) and the
+#                    core tests;
 #   -cpu cortex-a53  (Armv8.0, no SDOT): the run-time detection falls back to plain NEON
 #                    (kernel dispatch and invariance tests, the golden test).
 # Each run names the kernel targets it expects (SHRIKE_EXPECT_ISAS), and a skipped test is a
@@ -86,7 +86,7 @@ pids=()
   run kernels-max-1 max "scalar neon neon_dot" kernels/kernels_test '*' 0 2
   run tokenizer-max max "scalar neon neon_dot" tokenizer/tokenizer_test \
     'TokenizerVectors*:*/TokenizerVectorsBpe.*'
-  run sampler-max max "scalar neon neon_dot" decode/sampler_test '*'  # NEON argmax
+  run sampler-max max "scalar neon neon_dot" decode/sampler_test 'Sampler.Argmax*'  # NEON
 ) & pids+=($!)
 (
   run kernels-max-2 max "scalar neon neon_dot" kernels/kernels_test '*' 1 2
