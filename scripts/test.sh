@@ -35,7 +35,10 @@ if [ "${SHRIKE_SKIP_SANITIZERS:-0}" != 1 ]; then
     -DCMAKE_CXX_FLAGS="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
     >/dev/null
   cmake --build build-asan -j"$jobs"
-  (cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900)
+  # Left to the Release pass: the statistical tests (chi-square over 10^4-10^5 draws of the
+  # same sampling code that the engine tests run under ASan on fewer draws), ~110 CPU-s here.
+  asan_skip='^(SpeculativeDistribution\.|SpeculativeSampling\.|Sampler\.DefaultsDrawWhatTheFirstVersionDrew$|Gptq\.BeatsRoundToNearestOnCorrelatedInputs$)'
+  (cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -E "$asan_skip")
   if [ "${SHRIKE_FUZZ:-1}" = 1 ]; then
     step "fuzzing, ${FUZZ_SECONDS:-30} s per target"
     SHRIKE_FUZZ_BUILD=build-asan SHRIKE_FUZZ_CONFIGURED=1 FUZZ_PARALLEL=$jobs \

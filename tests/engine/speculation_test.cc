@@ -319,9 +319,9 @@ TEST(Speculation, StopStringsMaxTokensAndLogprobsAsWithout) {
 // time and costs ~0.75 of a batch-invariant target step: that one does pay, ~1.2x by the rule.)
 TEST(Speculation, ADraftThatDoesNotPayStandsAside) {
   SHRIKE_REQUIRE_SHARED("reference/stories260K/stories260K.gguf");
-  auto reqs = prompts(24, 21);
+  auto reqs = prompts(16, 21);
   for (auto& r : reqs) {
-    r.max_tokens = 48;
+    r.max_tokens = 40;
     r.ignore_eos = true;
   }
   Engine plain(*stories().model, *stories().tok, config(SpecMode::Off));
