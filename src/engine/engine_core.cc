@@ -77,15 +77,7 @@ void EngineCore::run() {
       wait_until_runnable(now);
       continue;
     }
-    // A step's cost for speculation's rules (decode::StepCost): the forward pass and what the
-    // engine does per row after it (verification, masks, sampling, output), as one more
-    // verified row costs both.
-    const auto step_start = Clock::now();
-    if (execute(plan, now)) {
-      update(plan);
-      spec_.observe_step(plan.total_tokens(),
-                         std::chrono::duration<double>(Clock::now() - step_start).count());
-    }
+    if (execute(plan, now)) update(plan);
     turn.reset();
     publish();
   }
@@ -206,6 +198,7 @@ bool EngineCore::execute(const StepPlan& plan, Clock::time_point now) {
                          scratch_, forward_options_);
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0);
     metrics_.forward_ns.fetch_add(ns.count());
+    spec_.observe_step(plan.total_tokens(), double(ns.count()) * 1e-9);
   } catch (const std::exception& e) {
     // Should not happen (the scheduler and submit() validate everything); fail the step's
     // requests rather than the whole server.
