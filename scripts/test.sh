@@ -3,11 +3,12 @@
 # cores, see docs/RESULTS.md "CI time"):
 #   1. set-up, a warnings-as-errors Release build (GCC) and its tests;
 #   2. the same tests built with clang, AddressSanitizer (+ leak checks) and
-#      UndefinedBehaviorSanitizer, and in the same build the libFuzzer targets (fuzz/), each then
-#      run for 30 s, two at a time (FUZZ_SECONDS; SHRIKE_FUZZ=0 skips the runs);
+#      UndefinedBehaviorSanitizer (less the statistical sampling tests, left to step 1), and in
+#      the same build the libFuzzer targets (fuzz/), each then run for 30 s, two at a time
+#      (FUZZ_SECONDS; SHRIKE_FUZZ=0 skips the runs);
 #   3. the threaded tests (thread pool, scheduler, engine, speculation, constrained engine,
 #      server) under ThreadSanitizer, building only those targets (SHRIKE_TSAN=0 skips it);
-#   4. the aarch64 cross build's kernel, golden and tokenizer tests under qemu
+#   4. the aarch64 cross build's kernel, golden, tokenizer and argmax tests under qemu
 #      (scripts/cross_aarch64.sh; SHRIKE_CROSS=0 skips it).
 # The sanitizer builds compile tests and the CLI at -O0 (SHRIKE_GLUE_O0): half their compile
 # time, while the libraries under test keep -O1. One clang build serves the ASan tests and the
