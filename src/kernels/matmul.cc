@@ -70,7 +70,7 @@ int32_t activation_offset(DType type, const detail::IsaMatmul& k) {
 }
 
 // Q4_G128: per group of 4 blocks, the sum in order of xd * float(plain block sum) (GemmArgs::xm).
-void group_minimum_sums(const float* xd, const int32_t* sums, int64_t nb, int64_t ng, float* xm) {
+void group_minimum_sums(const float* xd, const int32_t* sums, int64_t ng, float* xm) {
   for (int64_t g = 0; g < ng; ++g) {
     const float* d = xd + 4 * g;
     const int32_t* s = sums + 4 * g;
@@ -78,7 +78,6 @@ void group_minimum_sums(const float* xd, const int32_t* sums, int64_t nb, int64_
     for (int j = 1; j < 4; ++j) sum += d[j] * float(s[j]);
     xm[g] = sum;
   }
-  (void)nb;
 }
 
 // Row-scale types (Q8_C, FP8) keep the 16 rows' scales as the first 64 bytes of each panel.
@@ -403,7 +402,7 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
           xt = padded.data();
         }
         k.quantize(xt, kq, xq + t * kq, xd + t * nb, xs + t * nb, offset);
-        group_minimum_sums(xd + t * nb, xs + t * nb, nb, ng, xm + t * ng);
+        group_minimum_sums(xd + t * nb, xs + t * nb, ng, xm + t * ng);
       }
     };
     if (nt == 1 || n * K < 16384) {
@@ -535,7 +534,7 @@ void matmul(const PackedMatrix& w, const NormedInput& x, float* y, ThreadPool& p
   }
   auto* xm = reinterpret_cast<float*>(buf + s_bytes);
   for (int64_t t = 0; t < n && ng > 0; ++t)
-    group_minimum_sums(x.d_.data() + t * nb, x.sums_.data() + t * nb, nb, ng, xm + t * ng);
+    group_minimum_sums(x.d_.data() + t * nb, x.sums_.data() + t * nb, ng, xm + t * ng);
   detail::GemmArgs a{};
   a.type = w.type();
   a.w = w.data();
