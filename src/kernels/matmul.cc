@@ -340,6 +340,21 @@ void matmul_reference(DType type, int64_t rows, int64_t cols, const void* file_r
   }
 }
 
+// What every product of w over n tokens into y sets; the caller adds its activations.
+static detail::GemmArgs gemm_args(const PackedMatrix& w, int64_t n, float* y, MatmulOptions opt) {
+  detail::GemmArgs a{};
+  a.type = w.type();
+  a.w = w.data();
+  a.panel_bytes = detail::panel_bytes(w.type(), w.cols());
+  a.rows = w.rows();
+  a.cols = w.cols();
+  a.n = n;
+  a.y = y;
+  a.invariant = opt.batch_invariant;
+  a.streaming = w.weight_bytes() >= detail::kStreamingBytes;
+  return a;
+}
+
 // Panels [0, np) over the first nt threads of the pool.
 static void run_panels(const detail::IsaMatmul& k, const detail::GemmArgs& a, int64_t np, int nt,
                        ThreadPool& pool) {
@@ -364,22 +379,11 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
                  ThreadPool& pool, MatmulOptions opt) {
   if (n <= 0 || w.rows() <= 0) return;
   const detail::IsaMatmul& k = isa_table(isa);
-  detail::GemmArgs a{};
-  a.type = w.type();
-  a.w = w.data();
-  a.panel_bytes = detail::panel_bytes(w.type(), w.cols());
-  a.rows = w.rows();
-  a.cols = w.cols();
-  a.n = n;
+  detail::GemmArgs a = gemm_args(w, n, y, opt);
   a.x = x;
-  a.y = y;
-  a.invariant = opt.batch_invariant;
-  a.streaming = w.weight_bytes() >= detail::kStreamingBytes;
   const int nt = threads_for_product(w.weight_bytes(), n, pool.size());
   const DType type = w.type();
-  const bool quantised = (type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q8_C ||
-                          type == DType::Q4_G128) &&
-                         k.quantize;
+  const bool quantised = quantised_type(type) && k.quantize;
   if (quantised) {
     const int64_t K = w.cols(), kq = round_up(K, kQuantBlock), nb = kq / kQuantBlock;
     const int64_t ng = type == DType::Q4_G128 ? K / kQ4G128Block : 0;
@@ -535,16 +539,7 @@ void matmul(const PackedMatrix& w, const NormedInput& x, float* y, ThreadPool& p
   auto* xm = reinterpret_cast<float*>(buf + s_bytes);
   for (int64_t t = 0; t < n && ng > 0; ++t)
     group_minimum_sums(x.d_.data() + t * nb, x.sums_.data() + t * nb, ng, xm + t * ng);
-  detail::GemmArgs a{};
-  a.type = w.type();
-  a.w = w.data();
-  a.panel_bytes = detail::panel_bytes(w.type(), K);
-  a.rows = w.rows();
-  a.cols = K;
-  a.n = n;
-  a.y = y;
-  a.invariant = opt.batch_invariant;
-  a.streaming = w.weight_bytes() >= detail::kStreamingBytes;
+  detail::GemmArgs a = gemm_args(w, n, y, opt);
   a.xq = x.q_.data();
   a.xd = x.d_.data();
   a.xs = xs;
