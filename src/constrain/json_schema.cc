@@ -135,11 +135,9 @@ class SchemaCompiler {
     fail(where, "unknown type '" + type + "'");
   }
 
-  // [0-9]{0,n} as nested optionals.
+  // [0-9]{0,n}.
   Frag up_to_digits(int n) {
-    Frag tail = nfa_.empty();
-    for (int i = 0; i < n; ++i) tail = nfa_.optional(nfa_.concat(nfa_.seq({{'0', '9'}}), tail));
-    return tail;
+    return nfa_.up_to(n, [&] { return nfa_.seq({{'0', '9'}}); });
   }
 
   // At most 19 digits, so every integer fits a 64-bit integer (or a double) when parsed.
@@ -182,10 +180,7 @@ class SchemaCompiler {
       if (!max) {
         f = nfa_.concat(f, nfa_.star(string_char()));
       } else if (*max > min.value_or(0)) {
-        Frag tail = nfa_.optional(string_char());
-        for (int64_t i = min.value_or(0) + 1; i < *max; ++i)
-          tail = nfa_.optional(nfa_.concat(string_char(), tail));
-        f = nfa_.concat(f, tail);
+        f = nfa_.concat(f, nfa_.up_to(*max - min.value_or(0), [&] { return string_char(); }));
       }
     }
     return nfa_.concat(f, nfa_.literal("\""));
@@ -211,10 +206,9 @@ class SchemaCompiler {
     if (!max) {
       list = nfa_.concat(list, nfa_.star(nfa_.concat(nfa_.literal(","), item())));
     } else if (*max > std::max<int64_t>(lo, 1)) {
-      Frag tail = nfa_.optional(nfa_.concat(nfa_.literal(","), item()));
-      for (int64_t i = std::max<int64_t>(lo, 1) + 1; i < *max; ++i)
-        tail = nfa_.optional(nfa_.concat(nfa_.concat(nfa_.literal(","), item()), tail));
-      list = nfa_.concat(list, tail);
+      list = nfa_.concat(list, nfa_.up_to(*max - std::max<int64_t>(lo, 1), [&] {
+        return nfa_.concat(nfa_.literal(","), item());
+      }));
     }
     if (lo == 0) list = nfa_.optional(list);
     return nfa_.concat(nfa_.concat(f, list), nfa_.literal("]"));

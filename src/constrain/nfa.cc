@@ -92,4 +92,17 @@ Frag Nfa::plus(Frag a) {
   return {a.in, out};
 }
 
+Frag Nfa::up_to(int64_t n, const std::function<Frag()>& copy) {
+  const int32_t in = add_state(), exit = add_state();
+  int32_t at = in;
+  for (int64_t k = 0; k < n; ++k) {
+    add_eps(at, exit);
+    const Frag f = copy();
+    add_eps(at, f.in);
+    at = f.out;
+  }
+  add_eps(at, exit);
+  return {in, exit};
+}
+
 }  // namespace shrike::constrain

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -54,6 +55,11 @@ class Nfa {
   Frag optional(Frag a);
   Frag star(Frag a);
   Frag plus(Frag a);
+  // Zero to n copies made by `copy`, as a chain with an exit after each: x{0,n}. The nested form
+  // (x(x(x)?)?)? is the same language, but an epsilon closure there walks every enclosing
+  // optional's exit, which makes determinisation quadratic in n; here each closure is the next
+  // copy's entry and the exit.
+  Frag up_to(int64_t n, const std::function<Frag()>& copy);
 
   int32_t size() const { return int32_t(states_.size()); }
   const std::vector<State>& states() const { return states_; }

@@ -357,13 +357,8 @@ Frag emit(Nfa& nfa, const Node& n) {
       Frag f = nfa.empty();
       for (int k = 0; k < n.min; ++k) f = nfa.concat(f, emit(nfa, n.kids[0]));
       if (n.max < 0) return nfa.concat(f, nfa.star(emit(nfa, n.kids[0])));
-      // x{0,k} as (x(x(x)?)?)?: no ambiguity for the DFA to untangle.
-      if (n.max > n.min) {
-        Frag tail = nfa.optional(emit(nfa, n.kids[0]));
-        for (int k = n.min + 1; k < n.max; ++k)
-          tail = nfa.optional(nfa.concat(emit(nfa, n.kids[0]), tail));
-        f = nfa.concat(f, tail);
-      }
+      if (n.max > n.min)
+        f = nfa.concat(f, nfa.up_to(n.max - n.min, [&] { return emit(nfa, n.kids[0]); }));
       return f;
     }
   }

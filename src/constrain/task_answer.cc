@@ -40,18 +40,13 @@ Automaton task_answer_automaton(const std::vector<std::string>& intents,
   if (!slots.empty()) {
     auto pair = [&] {  // "name":"value"
       Frag value = nfa.literal(std::string(1, char(kHoleByte)));
-      if (values == TaskValues::AnyString) {
-        value = nfa.optional(json_string_char(nfa));
-        for (int i = 1; i < max_value_chars; ++i)
-          value = nfa.optional(nfa.concat(json_string_char(nfa), value));
-      }
+      if (values == TaskValues::AnyString)
+        value = nfa.up_to(max_value_chars, [&] { return json_string_char(nfa); });
       const Frag p = nfa.concat(one_of(nfa, slots, "slot name"), nfa.literal(":\""));
       return nfa.concat(nfa.concat(p, value), nfa.literal("\""));
     };
     // pair (, pair){0, max - 1}: each position its own copy, so the count is bounded.
-    Frag tail = nfa.empty();
-    for (int i = 1; i < max_pairs; ++i)
-      tail = nfa.optional(nfa.concat(nfa.concat(nfa.literal(","), pair()), tail));
+    const Frag tail = nfa.up_to(max_pairs - 1, [&] { return nfa.concat(nfa.literal(","), pair()); });
     f = nfa.concat(f, nfa.optional(nfa.concat(pair(), tail)));
   }
   f = nfa.concat(f, nfa.literal("}}"));

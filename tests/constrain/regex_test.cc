@@ -166,6 +166,41 @@ TEST(Regex, BoundedSizeAndNesting) {
   EXPECT_LT(std::chrono::steady_clock::now() - t, std::chrono::seconds(10));
 }
 
+// Found by fuzz_regex (stop 17's CI): bounded repetitions stacked on an optional expand to
+// (\d?){26896}, whose every DFA state holds most of the NFA. It took 7.6 s in a Release build
+// (115 s under ASan + coverage) before the work bound counted closures and sorts; now a clear
+// refusal after ~0.1 s. Deterministic: the bound counts steps, not time.
+TEST(Regex, StackedBoundedRepetitionsAreRefusedFast) {
+  for (const char* p : {"[a-z]0,3}\\d?{164}?{164}?;1", "(\\d?){164}{164}", "(a|b|ab|ba){0,1000}",
+                        "(.|..|...|....){0,1000}"}) {
+    SCOPED_TRACE(p);
+    const auto t = std::chrono::steady_clock::now();
+    try {
+      regex_automaton(p);
+      ADD_FAILURE() << "no error";
+    } catch (const ConstraintError& e) {
+      EXPECT_NE(std::string(e.what()).find("too complex"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - t, std::chrono::seconds(10));
+  }
+}
+
+// A long bounded repetition of a multi-byte class stays cheap (the fuzzer's earlier slow units,
+// 2.5-7 s under ASan, were of this shape): x{0,n} is a chain with an exit after each copy, so
+// no epsilon closure walks n nested optionals.
+TEST(Regex, LongBoundedRepetitionOfAUtf8ClassCompiles) {
+  const Automaton a = regex_automaton("^[^\\,,\\n\\,W\"]{0,877}");
+  std::string text;
+  for (int i = 0; i < 877; ++i) text += "\xC3\xA9";  // é, two bytes
+  EXPECT_TRUE(a.matches(text));
+  EXPECT_FALSE(a.matches(text + "x"));  // 878 characters
+  EXPECT_FALSE(a.matches("a,b"));
+  EXPECT_TRUE(a.matches(""));
+  const Automaton b = regex_automaton("(ab?){2,4}c{0,2}");
+  for (const char* yes : {"aa", "abab", "aabaab", "aac", "abababacc"}) EXPECT_TRUE(b.matches(yes));
+  for (const char* no : {"a", "aaaaa", "aaccc", "abb", "c"}) EXPECT_FALSE(b.matches(no)) << no;
+}
+
 // Determinism: the same pattern always compiles to the same automaton, every state has exactly
 // one successor per byte, and no live state is a dead end.
 TEST(Regex, DfaIsDeterministicAndTrimmed) {
@@ -190,7 +225,8 @@ TEST(Regex, DfaIsDeterministicAndTrimmed) {
 TEST(Regex, AgreesWithStdRegex) {
   const char* patterns[] = {
       "(a|ab)(c|bcd)(d*)", "[a-c]{1,3}(x|yz)?", "a*b+c?",  "(ab|ba)*a?", "[^b]c*",
-      "\\d+(\\.\\d+)?",    "(a{2}|b{3})+",      "(.)(b|c)"};
+      "\\d+(\\.\\d+)?",    "(a{2}|b{3})+",      "(.)(b|c)", "(ab?){0,3}c{1,2}",
+      "((ab){0,2}c?){1,3}", "(a|b){2,4}"};
   std::mt19937 rng(7);
   const std::string alphabet = "abcdxyz.019";
   for (const char* p : patterns) {
