@@ -31,10 +31,10 @@ class WorkMeter {
   void add(uint64_t units) {
     work_ += units;
     if (work_ > kMaxWork)
-      throw ConstraintError(
-          "constraint too complex: determinising its automaton takes more than " +
-          std::to_string(kMaxWork) + " steps (simplify the pattern or schema: fewer or smaller "
-          "nested repetitions)");
+      throw ConstraintError("constraint too complex: determinising its automaton takes more than " +
+                            std::to_string(kMaxWork) +
+                            " steps (simplify the pattern or schema: fewer or smaller "
+                            "nested repetitions)");
   }
   // Sorting and hashing n states: n log2 n + n.
   void add_sorted(size_t n) {

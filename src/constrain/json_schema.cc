@@ -206,9 +206,8 @@ class SchemaCompiler {
     if (!max) {
       list = nfa_.concat(list, nfa_.star(nfa_.concat(nfa_.literal(","), item())));
     } else if (*max > std::max<int64_t>(lo, 1)) {
-      list = nfa_.concat(list, nfa_.up_to(*max - std::max<int64_t>(lo, 1), [&] {
-        return nfa_.concat(nfa_.literal(","), item());
-      }));
+      list = nfa_.concat(list, nfa_.up_to(*max - std::max<int64_t>(lo, 1),
+                                          [&] { return nfa_.concat(nfa_.literal(","), item()); }));
     }
     if (lo == 0) list = nfa_.optional(list);
     return nfa_.concat(nfa_.concat(f, list), nfa_.literal("]"));

@@ -46,7 +46,8 @@ Automaton task_answer_automaton(const std::vector<std::string>& intents,
       return nfa.concat(nfa.concat(p, value), nfa.literal("\""));
     };
     // pair (, pair){0, max - 1}: each position its own copy, so the count is bounded.
-    const Frag tail = nfa.up_to(max_pairs - 1, [&] { return nfa.concat(nfa.literal(","), pair()); });
+    const Frag tail =
+        nfa.up_to(max_pairs - 1, [&] { return nfa.concat(nfa.literal(","), pair()); });
     f = nfa.concat(f, nfa.optional(nfa.concat(pair(), tail)));
   }
   f = nfa.concat(f, nfa.literal("}}"));

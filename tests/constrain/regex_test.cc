@@ -223,10 +223,17 @@ TEST(Regex, DfaIsDeterministicAndTrimmed) {
 
 // Differential test against std::regex (ECMAScript) on random ASCII strings.
 TEST(Regex, AgreesWithStdRegex) {
-  const char* patterns[] = {
-      "(a|ab)(c|bcd)(d*)", "[a-c]{1,3}(x|yz)?", "a*b+c?",  "(ab|ba)*a?", "[^b]c*",
-      "\\d+(\\.\\d+)?",    "(a{2}|b{3})+",      "(.)(b|c)", "(ab?){0,3}c{1,2}",
-      "((ab){0,2}c?){1,3}", "(a|b){2,4}"};
+  const char* patterns[] = {"(a|ab)(c|bcd)(d*)",
+                            "[a-c]{1,3}(x|yz)?",
+                            "a*b+c?",
+                            "(ab|ba)*a?",
+                            "[^b]c*",
+                            "\\d+(\\.\\d+)?",
+                            "(a{2}|b{3})+",
+                            "(.)(b|c)",
+                            "(ab?){0,3}c{1,2}",
+                            "((ab){0,2}c?){1,3}",
+                            "(a|b){2,4}"};
   std::mt19937 rng(7);
   const std::string alphabet = "abcdxyz.019";
   for (const char* p : patterns) {
