@@ -119,6 +119,17 @@ TEST(JsonSchema, UnsupportedFeaturesAreNamed) {
   EXPECT_THROW(json_schema_automaton({{"type", "object"}, {"properties", props}}), ConstraintError);
 }
 
+// The documented maximum stays usable: kMaxProperties optional strings (every "after property
+// i" state may go on to any later one) compile within the determinisation work bound.
+TEST(JsonSchema, TheMostPropertiesAllowedCompile) {
+  ojson props = ojson::object();
+  for (size_t i = 0; i < kMaxProperties; ++i) props["p" + std::to_string(i)] = {{"type", "string"}};
+  const Automaton a = json_schema_automaton({{"type", "object"}, {"properties", props}});
+  EXPECT_TRUE(a.matches(R"({"p0":"a","p500":"b","p999":"c"})"));
+  EXPECT_TRUE(a.matches("{}"));
+  EXPECT_FALSE(a.matches(R"({"p999":"c","p0":"a"})"));  // the schema's order
+}
+
 TEST(JsonSchema, PropertyOrderIsTheSchemas) {
   const Automaton a = json_schema_automaton(ojson::parse(
       R"({"type":"object","properties":{"zeta":{"type":"integer"},"alpha":{"type":"integer"}},"required":["zeta","alpha"]})"));
