@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/model_files.h"
 #include "gguf/gguf.h"
 #include "model/hf_model.h"
 #include "tokenizer/hf_tokenizer.h"
@@ -18,21 +19,33 @@ struct ConvertArgs {
 };
 
 int run_convert(const ConvertArgs& a) {
-  const auto ck = model::HfCheckpoint::open(a.dir);
-  auto tok = tokenizer::load_hf_tokenizer(a.dir, ck.config().vocab_size);
-  // Building the tokenizer checks what a loader of the GGUF would (merges, special ids).
-  const tokenizer::Tokenizer check(tok.vocab);
-  gguf::GgufWriter w;
-  model::add_hf_model_to_gguf(ck, *dtype_from_name(a.type), w);
-  tokenizer::add_vocab_to_gguf(tok.vocab, tok.chat_template, w);
-  w.write(a.out);
-  std::fprintf(stderr, "wrote %s: %s, %lld layers, %d tokens, %s weights%s\n", a.out.c_str(),
-               ck.gguf_architecture().c_str(), static_cast<long long>(ck.config().n_layers),
-               check.n_vocab(), a.type.c_str(), tok.chat_template.empty() ? "" : ", chat template");
+  const std::string what = convert_hf_folder(a.dir, a.out, *dtype_from_name(a.type));
+  std::fprintf(stderr, "wrote %s: %s\n", a.out.c_str(), what.c_str());
   return 0;
 }
 
 }  // namespace
+
+std::string convert_hf_folder(const std::string& dir, const std::string& path, DType type) {
+  const auto ck = model::HfCheckpoint::open(dir);
+  auto tok = tokenizer::load_hf_tokenizer(dir, ck.config().vocab_size);
+  // Building the tokenizer checks what a loader of the GGUF would (merges, special ids).
+  const tokenizer::Tokenizer check(tok.vocab);
+  gguf::GgufWriter w;
+  model::add_hf_model_to_gguf(ck, type, w);
+  tokenizer::add_vocab_to_gguf(tok.vocab, tok.chat_template, w);
+  w.write(path);
+  return ck.gguf_architecture() + ", " + std::to_string(ck.config().n_layers) + " layers, " +
+         std::to_string(check.n_vocab()) + " tokens, " + std::string(dtype_name(type)) +
+         " weights" + (tok.chat_template.empty() ? "" : ", chat template");
+}
+
+DType hf_matrix_type(const std::string& dir) {
+  const auto ck = model::HfCheckpoint::open(dir);
+  for (const auto& t : ck.tensors())
+    if (t.dims.size() == 2) return t.type;
+  return DType::F32;
+}
 
 Runner add_convert(CLI::App& app) {
   auto a = std::make_shared<ConvertArgs>();

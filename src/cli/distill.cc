@@ -44,6 +44,12 @@ train::TrainOptions finetune_options(const DistillArgs& a) {
   return ft;
 }
 
+// The student answers like the teacher: its own file's template, else the teacher's.
+const std::string& chat_template_of(const train::TrainableFile& student,
+                                    const train::TrainableFile& teacher) {
+  return student.chat_template.empty() ? teacher.chat_template : student.chat_template;
+}
+
 void report(const char* stage, const train::EpochReport& r) {
   std::fprintf(stderr, "%s %s\n", stage, train::describe(r).c_str());
 }
@@ -77,7 +83,7 @@ int distill_on_samples(const DistillArgs& a, const train::TrainableFile& teacher
   }
   const auto& task = student.task ? student.task : teacher.task;
   train::save_model(*student.model, student.vocab, a.opt.model_name, a.out, nullptr,
-                    task ? &*task : nullptr);
+                    task ? &*task : nullptr, chat_template_of(student, teacher));
   std::fprintf(stderr, "distill: wrote %s\n", a.out.c_str());
   return 0;
 }
@@ -153,7 +159,7 @@ int run_distill(DistillArgs a) {
   // The student answers the teacher's task (its own file's, when it had one, is the same task).
   const auto& task = student.task ? student.task : teacher.task;
   train::save_model(*student.model, student.vocab, a.opt.model_name, a.out, nullptr,
-                    task ? &*task : nullptr);
+                    task ? &*task : nullptr, chat_template_of(student, teacher));
   std::fprintf(stderr, "distill: wrote %s\n", a.out.c_str());
   return 0;
 }
@@ -163,9 +169,10 @@ int run_distill(DistillArgs a) {
 Runner add_distill(CLI::App& app) {
   auto a = std::make_shared<DistillArgs>();
   a->opt.lr = 5e-4;
-  app.add_option("--teacher", a->teacher, "teacher model GGUF")->required();
+  app.add_option("--teacher", a->teacher, "teacher model: GGUF or Hugging Face folder")->required();
   auto* student =
-      app.add_option("--student", a->student, "student model GGUF (e.g. pruned from the teacher)");
+      app.add_option("--student", a->student,
+                     "student model: GGUF or Hugging Face folder (e.g. pruned from the teacher)");
   auto* preset = app.add_option("--student-preset", a->student_preset,
                                 "or a fresh student of this shape with the teacher's tokenizer "
                                 "(draft: a speculative-decoding draft)")

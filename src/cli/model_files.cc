@@ -1,5 +1,8 @@
 #include "cli/model_files.h"
 
+#include <stdlib.h>
+
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -35,6 +38,28 @@ std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const std::string& model_pa
     throw FileError(path + ": tokenizer has " + std::to_string(vocab.pieces.size()) +
                     " tokens, the model " + std::to_string(vocab_size));
   return std::make_unique<tokenizer::Tokenizer>(std::move(vocab));
+}
+
+GgufInput::GgufInput(const std::string& path) : path_(path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return;
+  std::string pattern = (std::filesystem::temp_directory_path() / "shrike-hf-XXXXXX").string();
+  if (!::mkdtemp(pattern.data()))
+    throw FileError(pattern + ": cannot create a temporary folder for converting " + path);
+  temp_dir_ = pattern;
+  path_ = (temp_dir_ / "model.gguf").string();
+  try {
+    const std::string what = convert_hf_folder(path, path_, hf_matrix_type(path));
+    std::fprintf(stderr, "%s: Hugging Face folder read as GGUF (%s)\n", path.c_str(), what.c_str());
+  } catch (...) {
+    std::filesystem::remove_all(temp_dir_, ec);
+    throw;
+  }
+}
+
+GgufInput::~GgufInput() {
+  std::error_code ec;
+  if (!temp_dir_.empty()) std::filesystem::remove_all(temp_dir_, ec);
 }
 
 }  // namespace shrike::cli

@@ -43,7 +43,8 @@ int run_prune(const PruneArgs& a) {
   }
   const train::Importance imp = train::measure_importance(*f.model, batches, pool);
   const auto pruned = train::prune_model(*f.model, imp, a.opt);
-  train::save_model(*pruned, f.vocab, "shrike-pruned", a.out, nullptr, f.task ? &*f.task : nullptr);
+  train::save_model(*pruned, f.vocab, "shrike-pruned", a.out, nullptr, f.task ? &*f.task : nullptr,
+                    f.chat_template);
 
   auto body = [](const train::Transformer<float>& m) {
     return train::body_param_count(m.config());
@@ -63,7 +64,7 @@ int run_prune(const PruneArgs& a) {
 
 Runner add_prune(CLI::App& app) {
   auto a = std::make_shared<PruneArgs>();
-  app.add_option("input", a->in, "model GGUF")->required();
+  app.add_option("input", a->in, "model: GGUF or Hugging Face folder")->required();
   app.add_option("-o,--output", a->out, "pruned model GGUF")->required();
   app.add_option("--calib", a->calib, "calibration examples (JSONL)")->required();
   app.add_option("--calib-limit", a->calib_limit, "calibration examples used")

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/model_files.h"
 #include "core/file_buffer.h"
 #include "core/jsonl.h"
 #include "data/example.h"
@@ -147,7 +148,8 @@ int run_quantize(const QuantizeArgs& a) {
     for (auto& s : calibration_sequences(a.calib, tok, ctx, a.calib_limit))
       o.calib.push_back(std::move(s.tokens));
   }
-  const quant::QuantizeReport r = quant::quantize_file(a.in, a.out, o, pool);
+  const GgufInput in(a.in);  // a Hugging Face folder becomes a GGUF first
+  const quant::QuantizeReport r = quant::quantize_file(in.path(), a.out, o, pool);
   std::fprintf(stderr, "quantize: %s -> %s (%s, %s)\n%s", a.in.c_str(), a.out.c_str(),
                a.type.c_str(), a.method.c_str(), r.summary().c_str());
   return 0;
@@ -157,7 +159,9 @@ int run_quantize(const QuantizeArgs& a) {
 
 Runner add_quantize(CLI::App& app) {
   auto a = std::make_shared<QuantizeArgs>();
-  app.add_option("input", a->in, "model to quantise (GGUF; full precision for awq/gptq/--scan)")
+  app.add_option(
+         "input", a->in,
+         "model to quantise: GGUF or Hugging Face folder (full precision for awq/gptq/--scan)")
       ->required();
   app.add_option("-o,--output", a->out, "output GGUF");
   app.add_option("--type", a->type, "weight type: q8_0|q8_c|q4_0|q4_g128|fp8 (or f16|bf16|f32)");

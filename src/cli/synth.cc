@@ -20,6 +20,10 @@ Runner add_synth(CLI::App& app) {
   app.add_option("--ffn", o->ffn_dim, "feed-forward width")->required()->check(CLI::PositiveNumber);
   app.add_option("--vocab", o->vocab, "vocabulary size")->check(CLI::PositiveNumber);
   app.add_option("--vocab-from", o->vocab_from, "copy the tokenizer from this GGUF");
+  app.add_option("--vocab-type", o->vocab_type,
+                 "synthetic vocabulary: spm (SentencePiece-style), qwen2 or llama-bpe (byte-level "
+                 "BPE with that pre-tokenizer)")
+      ->check(CLI::IsMember({"spm", "qwen2", "llama-bpe"}));
   app.add_option("--context", o->context_length, "context length")->check(CLI::PositiveNumber);
   app.add_option("--type", *type, "weight type: f32|f16|bf16|q8_0|q4_0")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "cli/commands.h"
+#include "cli/model_files.h"
 #include "core/file_buffer.h"
 #include "core/jsonl.h"
 #include "data/example.h"
@@ -76,7 +77,8 @@ std::vector<std::string> pieces_of(const tokenizer::Tokenizer& tok, const std::s
 }
 
 int run_trim_vocab(const TrimVocabArgs& a) {
-  const gguf::GgufFile in = gguf::GgufFile::open(a.in);
+  const GgufInput input(a.in);  // a Hugging Face folder becomes a GGUF first
+  const gguf::GgufFile in = gguf::GgufFile::open(input.path());
   if (!in.has("tokenizer.ggml.tokens"))
     throw FileError(a.in +
                     ": no vocabulary (tokenizer.ggml.tokens): trim-vocab needs a model "
@@ -109,7 +111,7 @@ int run_trim_vocab(const TrimVocabArgs& a) {
       throw std::logic_error("trim-vocab: \"" + text +
                              "\" tokenizes differently after trimming (a bug: please report)");
 
-  const auto size_in = std::filesystem::file_size(a.in),
+  const auto size_in = std::filesystem::file_size(input.path()),
              size_out = std::filesystem::file_size(a.out);
   std::fprintf(stderr,
                "trim-vocab: %lld -> %lld tokens (%.1fx fewer); parameters %.2fM -> %.2fM; file "
@@ -125,7 +127,9 @@ int run_trim_vocab(const TrimVocabArgs& a) {
 
 Runner add_trim_vocab(CLI::App& app) {
   auto a = std::make_shared<TrimVocabArgs>();
-  app.add_option("input", a->in, "model GGUF (SentencePiece-style vocabulary)")->required();
+  app.add_option("input", a->in,
+                 "model: GGUF or Hugging Face folder (SentencePiece-style vocabulary)")
+      ->required();
   app.add_option("-o,--output", a->out, "trimmed model GGUF")->required();
   app.add_option("--keep-from", a->keep_from,
                  "JSONL whose texts must keep their tokens: task examples (prompt and answer) or "

@@ -131,6 +131,16 @@ ModelConfig config_from_gguf(const gguf::GgufFile& f) {
   c.eos_id = int32_t(f.get_uint_or("tokenizer.ggml.eos_token_id", 2));
   c.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", a != "qwen2");
 
+  // Llama-3 rope scaling lives in a tensor, not a key: part of the configuration all the same,
+  // so every reader of the file (inference, training, pruning) rotates alike.
+  if (const gguf::TensorInfo* freqs = f.find_tensor("rope_freqs.weight")) {
+    if (freqs->type != DType::F32 || freqs->dims != std::vector<int64_t>{c.rope_dims / 2})
+      throw FileError(path + ": tensor 'rope_freqs.weight' must be f32 of " +
+                      std::to_string(c.rope_dims / 2) + " values (rope dimensions / 2)");
+    const float* v = reinterpret_cast<const float*>(freqs->data);
+    c.rope_freq_factors.assign(v, v + c.rope_dims / 2);
+  }
+
   const auto& embd = f.tensor("token_embd.weight");
   if (embd.dims.size() != 2)
     throw FileError(path + ": tensor 'token_embd.weight' must have 2 dimensions");
@@ -176,8 +186,6 @@ std::unique_ptr<Model> load_gguf(const std::string& path) {
   std::map<std::string, TensorRef> tensors;
   for (const auto& t : f.tensors()) tensors[t.name] = TensorRef{t.type, t.dims, t.data};
   TensorTable table(path, std::move(tensors));
-  if (table.has("rope_freqs.weight"))
-    c.rope_freq_factors = table.vector("rope_freqs.weight", c.rope_dims / 2);
   return make_model(path, std::move(c), table);
 }
 

@@ -22,7 +22,9 @@ struct Rng {
     return s * 0x2545F4914F6CDD1Dull;
   }
   // Uniform in [-1, 1).
-  float symmetric() { return float(int64_t(next() >> 11) - (int64_t(1) << 52)) / float(int64_t(1) << 52); }
+  float symmetric() {
+    return float(int64_t(next() >> 11) - (int64_t(1) << 52)) / float(int64_t(1) << 52);
+  }
 };
 
 void add_matrix(gguf::GgufWriter& w, const std::string& name, int64_t rows, int64_t cols,
@@ -61,7 +63,8 @@ void add_synthetic_vocab(gguf::GgufWriter& w, int64_t n) {
   types.push_back(1);
   for (int64_t i = 0; int64_t(tokens.size()) < n; ++i) {
     std::string word;  // bijective base-26: a..z, aa..zz, ...
-    for (int64_t k = i + 1; k > 0; k = (k - 1) / 26) word.insert(word.begin(), char('a' + (k - 1) % 26));
+    for (int64_t k = i + 1; k > 0; k = (k - 1) / 26)
+      word.insert(word.begin(), char('a' + (k - 1) % 26));
     tokens.push_back(mark + word);
     types.push_back(1);
     if (int64_t(tokens.size()) < n) {
@@ -82,6 +85,71 @@ void add_synthetic_vocab(gguf::GgufWriter& w, int64_t n) {
   w.set_bool("tokenizer.ggml.add_eos_token", false);
 }
 
+// GPT-2's byte-to-unicode map: printable Latin-1 bytes stand for themselves, the others for
+// U+0100 upwards in byte order (so a space is "Ġ", U+0120).
+std::string byte_symbol(int b) {
+  const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+  int cp = b;
+  if (!printable) {
+    int n = 0;
+    for (int x = 0; x < b; ++x)
+      if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || x >= 0xAE)) ++n;
+    cp = 256 + n;
+  }
+  std::string out;
+  if (cp < 0x80) {
+    out += char(cp);
+  } else {
+    out += char(0xC0 | (cp >> 6));
+    out += char(0x80 | (cp & 0x3F));
+  }
+  return out;
+}
+
+// A byte-level BPE vocabulary of exactly n tokens: the 256 byte symbols, then lowercase words in
+// bijective base-26 order with and without a leading space, each made by one merge of its
+// prefix (already a token) and its last letter, then the family's special tokens.
+void add_synthetic_bpe_vocab(gguf::GgufWriter& w, int64_t n, const std::string& pre) {
+  const std::vector<std::string> specials =
+      pre == "qwen2"
+          ? std::vector<std::string>{"<|endoftext|>", "<|im_start|>", "<|im_end|>"}
+          : std::vector<std::string>{"<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>"};
+  if (n < 256 + 2 * 26 + int64_t(specials.size()))
+    throw std::invalid_argument("synth: a byte-level vocabulary needs at least 311 tokens");
+  std::vector<std::string> tokens, merges;
+  for (int b = 0; b < 256; ++b) tokens.push_back(byte_symbol(b));
+  const std::string space = byte_symbol(' ');
+  const int64_t words = n - int64_t(specials.size());
+  for (int64_t i = 0; int64_t(tokens.size()) < words; ++i) {
+    std::string word;  // bijective base-26: a..z, aa..zz, ...
+    for (int64_t k = i + 1; k > 0; k = (k - 1) / 26)
+      word.insert(word.begin(), char('a' + (k - 1) % 26));
+    const std::string last(1, word.back()), prefix = word.substr(0, word.size() - 1);
+    for (const std::string& lead : {space, std::string()}) {
+      if (int64_t(tokens.size()) >= words) break;
+      if (lead.empty() && word.size() == 1) continue;  // a single letter is a byte symbol
+      merges.push_back((prefix.empty() ? lead : lead + prefix) + " " + last);
+      tokens.push_back(lead + word);
+    }
+  }
+  std::vector<int32_t> types(tokens.size(), 1);
+  for (const std::string& sp : specials) {
+    tokens.push_back(sp);
+    types.push_back(3);
+  }
+  const int64_t first_special = int64_t(tokens.size() - specials.size());
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", pre);
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  w.set_int32_array("tokenizer.ggml.token_type", types);
+  w.set_string_array("tokenizer.ggml.merges", merges);
+  // Qwen2: no BOS is added, <|endoftext|> ends; Llama-3: <|begin_of_text|> starts every prompt.
+  w.set_uint32("tokenizer.ggml.bos_token_id", uint32_t(first_special));
+  w.set_uint32("tokenizer.ggml.eos_token_id", uint32_t(first_special + (pre == "qwen2" ? 0 : 1)));
+  w.set_bool("tokenizer.ggml.add_bos_token", pre != "qwen2");
+  w.set_bool("tokenizer.ggml.add_eos_token", false);
+}
+
 // Copies the tokenizer keys of another GGUF; returns its vocabulary size.
 int64_t copy_vocab(gguf::GgufWriter& w, const std::string& path) {
   const auto f = gguf::GgufFile::open(path);
@@ -99,8 +167,10 @@ int64_t copy_vocab(gguf::GgufWriter& w, const std::string& path) {
     for (int64_t t : f.get_int_array("tokenizer.ggml.token_type")) types.push_back(int32_t(t));
     w.set_int32_array("tokenizer.ggml.token_type", types);
   }
-  if (f.has("tokenizer.ggml.merges")) w.set_string_array("tokenizer.ggml.merges", f.get_string_array("tokenizer.ggml.merges"));
-  if (f.has("tokenizer.ggml.pre")) w.set_string("tokenizer.ggml.pre", f.get_string("tokenizer.ggml.pre"));
+  if (f.has("tokenizer.ggml.merges"))
+    w.set_string_array("tokenizer.ggml.merges", f.get_string_array("tokenizer.ggml.merges"));
+  if (f.has("tokenizer.ggml.pre"))
+    w.set_string("tokenizer.ggml.pre", f.get_string("tokenizer.ggml.pre"));
   for (const char* key : {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
                           "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id"})
     if (f.has(key)) w.set_uint32(key, uint32_t(f.get_uint(key)));
@@ -132,12 +202,23 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
 
   gguf::GgufWriter w;
   w.set_string("general.name", "shrike-synth");
-  // llama.cpp's file-type numbering (LLAMA_FTYPE_*): all f32 0, mostly f16 1, q4_0 2, q8_0 7, bf16 32.
-  const uint32_t ftype = opt.type == DType::F32 ? 0 : opt.type == DType::F16 ? 1
-                       : opt.type == DType::Q4_0 ? 2 : opt.type == DType::Q8_0 ? 7 : 32;
+  // llama.cpp's file-type numbering (LLAMA_FTYPE_*): all f32 0, mostly f16 1, q4_0 2, q8_0 7,
+  // bf16 32.
+  const uint32_t ftype = opt.type == DType::F32    ? 0
+                         : opt.type == DType::F16  ? 1
+                         : opt.type == DType::Q4_0 ? 2
+                         : opt.type == DType::Q8_0 ? 7
+                                                   : 32;
   w.set_uint32("general.file_type", ftype);
-  if (!opt.vocab_from.empty()) c.vocab_size = copy_vocab(w, opt.vocab_from);
-  else add_synthetic_vocab(w, opt.vocab);
+  if (!opt.vocab_from.empty()) {
+    c.vocab_size = copy_vocab(w, opt.vocab_from);
+  } else if (opt.vocab_type == "spm") {
+    add_synthetic_vocab(w, opt.vocab);
+  } else if (opt.vocab_type == "qwen2" || opt.vocab_type == "llama-bpe") {
+    add_synthetic_bpe_vocab(w, opt.vocab, opt.vocab_type);
+  } else {
+    throw std::invalid_argument("synth: --vocab-type must be spm, qwen2 or llama-bpe");
+  }
   c.validate();
 
   add_config_to_gguf(c, w);

@@ -16,8 +16,13 @@ struct SynthOptions {
   uint64_t seed = 1;
   bool tied_output = false;
   // Copy the tokenizer from this GGUF (its vocabulary size wins); otherwise a synthetic
-  // SentencePiece-style vocabulary (control, byte and made-up word pieces) is written.
+  // vocabulary of exactly `vocab` tokens is written: SentencePiece-style (control, byte and
+  // made-up word pieces) for "spm", byte-level BPE with that pre-tokenizer (the 256 byte
+  // symbols, made-up words built by ranked merges, the family's special tokens last) for
+  // "qwen2" or "llama-bpe" (Llama-3), so real vocabulary sizes can be tested without the
+  // real files.
   std::string vocab_from;
+  std::string vocab_type = "spm";
 };
 
 // Writes the model to `path`. Throws std::invalid_argument for impossible shapes and FileError for

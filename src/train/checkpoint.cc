@@ -1,8 +1,10 @@
 #include "train/checkpoint.h"
 
+#include <filesystem>
 #include <stdexcept>
 
 #include "gguf/gguf.h"
+#include "model/hf_model.h"
 #include "model/model.h"
 #include "tokenizer/hf_tokenizer.h"
 
@@ -10,7 +12,7 @@ namespace shrike::train {
 
 void save_model(const Transformer<float>& model, const tokenizer::Vocab& vocab,
                 const std::string& name, const std::string& path, const OptimizerState* state,
-                const data::TaskDefinition* task) {
+                const data::TaskDefinition* task, const std::string& chat_template) {
   const model::ModelConfig& c = model.config();
   if (vocab.size() != c.vocab_size)
     throw std::invalid_argument("save_model: the tokenizer has " + std::to_string(vocab.size()) +
@@ -19,7 +21,7 @@ void save_model(const Transformer<float>& model, const tokenizer::Vocab& vocab,
   model::add_config_to_gguf(c, w);  // head sizes included when pruning changed them
   w.set_string("general.name", name);
   w.set_uint32("general.file_type", 0);  // all F32
-  tokenizer::add_vocab_to_gguf(vocab, "", w);
+  tokenizer::add_vocab_to_gguf(vocab, chat_template, w);
   if (task) data::add_task_to_gguf(*task, w);
   const std::vector<float>& p = model.params();
   for (const ParamTensor& t : model.layout()) {
@@ -39,17 +41,51 @@ void save_model(const Transformer<float>& model, const tokenizer::Vocab& vocab,
   w.write(path);
 }
 
-TrainableFile load_trainable(const std::string& path) {
-  const auto f = gguf::GgufFile::open(path);
-  model::ModelConfig c = model::config_from_gguf(f);
-  TrainableFile out;
+namespace {
+
+std::unique_ptr<Transformer<float>> make_trainable(const std::string& path,
+                                                   const model::ModelConfig& c) {
   try {
-    out.model = std::make_unique<Transformer<float>>(c);
+    return std::make_unique<Transformer<float>>(c);
   } catch (const std::invalid_argument& e) {
     throw FileError(path + ": " + e.what());
   }
+}
+
+// A Hugging Face folder through HfCheckpoint: its tensors already carry GGUF names, shapes and
+// row order (q/k permuted for llama and mistral), so the result is what the converted GGUF gives.
+TrainableFile load_hf_trainable(const std::string& dir) {
+  const auto ck = model::HfCheckpoint::open(dir);
+  TrainableFile out;
+  out.model = make_trainable(dir, ck.config());
+  auto tok = tokenizer::load_hf_tokenizer(dir, ck.config().vocab_size);
+  out.vocab = std::move(tok.vocab);
+  out.chat_template = std::move(tok.chat_template);
+  std::vector<float>& p = out.model->params();
+  std::vector<uint8_t> scratch;
+  for (const ParamTensor& t : out.model->layout()) {
+    const model::HfCheckpoint::TensorInfo* info = ck.find(t.name);
+    if (!info) throw FileError(dir + ": tensor '" + t.name + "' is missing");
+    const uint8_t* src = ck.data(*info, scratch);
+    const int64_t row_bytes = dtype_row_bytes(info->type, t.cols);
+    for (int64_t r = 0; r < t.rows; ++r)
+      dequantize_row(info->type, src + r * row_bytes, p.data() + t.offset + r * t.cols, t.cols);
+  }
+  return out;
+}
+
+}  // namespace
+
+TrainableFile load_trainable(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return load_hf_trainable(path);
+  const auto f = gguf::GgufFile::open(path);
+  model::ModelConfig c = model::config_from_gguf(f);
+  TrainableFile out;
+  out.model = make_trainable(path, c);
   if (!f.has("tokenizer.ggml.tokens")) throw FileError(path + ": the model has no tokenizer");
   out.vocab = tokenizer::vocab_from_gguf(f);
+  out.chat_template = f.get_string_or("tokenizer.chat_template", "");
   out.task = data::task_from_gguf(f);
   std::vector<float>& p = out.model->params();
   for (const ParamTensor& t : out.model->layout()) {

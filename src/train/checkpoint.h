@@ -22,21 +22,27 @@ struct OptimizerState {
 };
 
 // Writes the model (and, when state is not null, the optimizer state as extra tensors and keys:
-// not loadable by llama.cpp, which refuses unknown tensors), and the task it was trained for
-// when task is not null (data/task_definition.h). Throws FileError.
+// not loadable by llama.cpp, which refuses unknown tensors), the task it was trained for when
+// task is not null (data/task_definition.h), and the chat template when not empty, so that what
+// a user's checkpoint carried survives pruning, distillation and quantisation. Throws FileError.
 void save_model(const Transformer<float>& model, const tokenizer::Vocab& vocab,
                 const std::string& name, const std::string& path,
-                const OptimizerState* state = nullptr, const data::TaskDefinition* task = nullptr);
+                const OptimizerState* state = nullptr, const data::TaskDefinition* task = nullptr,
+                const std::string& chat_template = "");
 
 struct TrainableFile {
   std::unique_ptr<Transformer<float>> model;
   tokenizer::Vocab vocab;
+  std::string chat_template;                 // tokenizer.chat_template; "" when none
   OptimizerState state;                      // step 0 and empty moments when the file has none
   std::optional<data::TaskDefinition> task;  // shrike.task.*, when the file carries a task
 };
 
-// Reads a llama GGUF of any weight type (dequantised to f32) with its tokenizer, and the
-// optimizer state when present. Throws FileError naming the file and what is wrong.
+// Reads a model of any architecture the engine runs (llama incl. Llama-3 rope scaling, qwen2,
+// mistral) with its tokenizer and chat template: a GGUF of any weight type (dequantised to f32,
+// with the optimizer state when present) or a Hugging Face folder (config.json, safetensors,
+// tokenizer.json; the same view `shrike convert` writes). Throws FileError naming the file and
+// what is wrong.
 TrainableFile load_trainable(const std::string& path);
 
 }  // namespace shrike::train

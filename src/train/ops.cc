@@ -91,22 +91,28 @@ void for_each_task(ThreadPool& pool, int64_t n_tasks, size_t scratch_size, F&& f
   });
 }
 
-// Rotary embedding of every token of the spans, by angle sign * pos * theta^(-2i/head_dim).
+// Rotary embedding of every token of the spans, by angle sign * pos * f_i (model::rope_cos_sin
+// over the first rot_dims dimensions of each head; the rest pass through), pairs chosen by layout.
 template <class T>
 void rope_apply(T* x, const Span* spans, int64_t n_spans, int64_t n_heads, int64_t head_dim,
-                float theta, std::span<const float> freq_factors, bool inverse, ThreadPool& pool) {
+                float theta, std::span<const float> freq_factors, kernels::RopeLayout layout,
+                int64_t rot_dims, bool inverse, ThreadPool& pool) {
   const char* who = inverse ? "rope_backward" : "rope_forward";
   const int64_t longest = check_spans(who, spans, n_spans);
+  if (rot_dims == 0) rot_dims = head_dim;
   require(n_heads > 0 && head_dim > 0 && head_dim % 2 == 0, who,
           "need n_heads > 0 and an even head_dim > 0");
+  require(rot_dims > 0 && rot_dims <= head_dim && rot_dims % 2 == 0, who,
+          "need an even number of rotated dimensions, at most head_dim");
   require(std::isfinite(theta) && theta > 0, who, "theta must be positive");
-  const int64_t half = head_dim / 2;
+  const int64_t half = rot_dims / 2;
   require(freq_factors.empty() || int64_t(freq_factors.size()) == half, who,
-          "need head_dim / 2 frequency factors");
+          "need rot_dims / 2 frequency factors");
+  const bool adjacent = layout == kernels::RopeLayout::Adjacent;
   // (cos, sin) per position and pair, from the inference model's own table.
-  std::vector<float> table(size_t(longest * head_dim));
+  std::vector<float> table(size_t(longest * rot_dims));
   for (int64_t p = 0; p < longest; ++p)
-    model::rope_cos_sin(table.data() + p * head_dim, p, theta, head_dim, freq_factors);
+    model::rope_cos_sin(table.data() + p * rot_dims, p, theta, rot_dims, freq_factors);
   // Tokens are numbered span after span; first[s] is the number before span s.
   std::vector<int64_t> first(size_t(n_spans) + 1, 0);
   for (int64_t s = 0; s < n_spans; ++s) first[size_t(s) + 1] = first[size_t(s)] + spans[s].length;
@@ -116,16 +122,17 @@ void rope_apply(T* x, const Span* spans, int64_t n_spans, int64_t n_heads, int64
     for (int64_t j = b; j < e; ++j) {
       while (j >= first[size_t(s) + 1]) ++s;
       const int64_t pos = j - first[size_t(s)];
-      const float* cs = table.data() + pos * head_dim;
+      const float* cs = table.data() + pos * rot_dims;
       T* row = x + (spans[s].start + pos) * width;
       for (int64_t h = 0; h < n_heads; ++h) {
         T* v = row + h * head_dim;
         for (int64_t i = 0; i < half; ++i) {
           const T c = cs[2 * i], sn = inverse ? -cs[2 * i + 1] : cs[2 * i + 1];
-          const T x0 = v[2 * i], x1 = v[2 * i + 1];
+          const int64_t ia = adjacent ? 2 * i : i, ib = adjacent ? 2 * i + 1 : i + half;
+          const T x0 = v[ia], x1 = v[ib];
           // Same expression as kernels::reference::rope.
-          v[2 * i] = x0 * c - x1 * sn;
-          v[2 * i + 1] = x0 * sn + x1 * c;
+          v[ia] = x0 * c - x1 * sn;
+          v[ib] = x0 * sn + x1 * c;
         }
       }
     }
@@ -298,15 +305,19 @@ void rmsnorm_backward(T* d_in, T* d_weight, const T* d_out, const T* in, const T
 
 template <class T>
 void rope_forward(T* x, const Span* spans, int64_t n_spans, int64_t n_heads, int64_t head_dim,
-                  float theta, ThreadPool& pool, std::span<const float> freq_factors) {
-  rope_apply(x, spans, n_spans, n_heads, head_dim, theta, freq_factors, false, pool);
+                  float theta, ThreadPool& pool, std::span<const float> freq_factors,
+                  kernels::RopeLayout layout, int64_t rot_dims) {
+  rope_apply(x, spans, n_spans, n_heads, head_dim, theta, freq_factors, layout, rot_dims, false,
+             pool);
 }
 
 template <class T>
 void rope_backward(T* dx, const Span* spans, int64_t n_spans, int64_t n_heads, int64_t head_dim,
-                   float theta, ThreadPool& pool, std::span<const float> freq_factors) {
+                   float theta, ThreadPool& pool, std::span<const float> freq_factors,
+                   kernels::RopeLayout layout, int64_t rot_dims) {
   // A rotation's Jacobian is the rotation itself, so the gradient turns by the opposite angle.
-  rope_apply(dx, spans, n_spans, n_heads, head_dim, theta, freq_factors, true, pool);
+  rope_apply(dx, spans, n_spans, n_heads, head_dim, theta, freq_factors, layout, rot_dims, true,
+             pool);
 }
 
 // ---- attention ----
@@ -569,9 +580,9 @@ double kl_distill(T* d_student, const T* student, const T* teacher, const uint8_
   template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const T*, int64_t,     \
                                     int64_t, ThreadPool&);                                       \
   template void rope_forward<T>(T*, const Span*, int64_t, int64_t, int64_t, float, ThreadPool&,  \
-                                std::span<const float>);                                         \
+                                std::span<const float>, kernels::RopeLayout, int64_t);           \
   template void rope_backward<T>(T*, const Span*, int64_t, int64_t, int64_t, float, ThreadPool&, \
-                                 std::span<const float>);                                        \
+                                 std::span<const float>, kernels::RopeLayout, int64_t);          \
   template void attention_forward<T>(T*, T*, const T*, const T*, const T*, const Span*, int64_t, \
                                      int64_t, int64_t, int64_t, ThreadPool&);                    \
   template void attention_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,        \

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/ops.h"
 
 namespace shrike::train {
 
@@ -57,17 +58,21 @@ template <class T>
 void rmsnorm_backward(T* d_in, T* d_weight, const T* d_out, const T* in, const T* weight,
                       const T* rstd, int64_t N, int64_t dim, ThreadPool& pool);
 
-// Rotary embedding in place on x[N][n_heads][head_dim], adjacent pairs (x[2i], x[2i+1]) rotated by
-// angle pos * theta^(-2i/head_dim) / freq_factors[i] (model::rope_cos_sin; no factors = 1), the
-// layout GGUF "llama" models use (kernels::RopeLayout::Adjacent); positions restart at 0 for
-// every span.
+// Rotary embedding in place on x[N][n_heads][head_dim]: pair i of the first rot_dims dimensions
+// of each head (0: all of them) rotated by angle pos * theta^(-2i/rot_dims) / freq_factors[i]
+// (model::rope_cos_sin; no factors = 1). The pairs are (x[2i], x[2i+1]) in the layout GGUF
+// "llama" models use (kernels::RopeLayout::Adjacent), (x[i], x[i + rot_dims/2]) in Qwen2's
+// (NeoX), exactly as kernels::rope. Positions restart at 0 for every span.
 template <class T>
 void rope_forward(T* x, const Span* spans, int64_t n_spans, int64_t n_heads, int64_t head_dim,
-                  float theta, ThreadPool& pool, std::span<const float> freq_factors = {});
+                  float theta, ThreadPool& pool, std::span<const float> freq_factors = {},
+                  kernels::RopeLayout layout = kernels::RopeLayout::Adjacent, int64_t rot_dims = 0);
 // The inverse rotation applied in place to the gradient.
 template <class T>
 void rope_backward(T* dx, const Span* spans, int64_t n_spans, int64_t n_heads, int64_t head_dim,
-                   float theta, ThreadPool& pool, std::span<const float> freq_factors = {});
+                   float theta, ThreadPool& pool, std::span<const float> freq_factors = {},
+                   kernels::RopeLayout layout = kernels::RopeLayout::Adjacent,
+                   int64_t rot_dims = 0);
 
 // Elements of the attention-probability buffer: sum over spans of length^2 * n_heads.
 int64_t attention_probs_size(const Span* spans, int64_t n_spans, int64_t n_heads);

@@ -156,6 +156,11 @@ std::unique_ptr<Transformer<float>> prune_model(const Transformer<float>& model,
     copy(src(p + "attn_v.weight"), c.dim, kv_rows, hidden, out->param(q + "attn_v.weight"));
     copy(src(p + "attn_output.weight"), c.q_dim(), hidden, q_rows,
          out->param(q + "attn_output.weight"));
+    if (c.qkv_bias) {  // a kept head keeps its bias entries
+      copy(src(p + "attn_q.bias"), c.q_dim(), {0}, q_rows, out->param(q + "attn_q.bias"));
+      copy(src(p + "attn_k.bias"), c.kv_dim(), {0}, kv_rows, out->param(q + "attn_k.bias"));
+      copy(src(p + "attn_v.bias"), c.kv_dim(), {0}, kv_rows, out->param(q + "attn_v.bias"));
+    }
     copy(src(p + "ffn_norm.weight"), c.dim, {0}, hidden, out->param(q + "ffn_norm.weight"));
     copy(src(p + "ffn_gate.weight"), c.dim, ffn, hidden, out->param(q + "ffn_gate.weight"));
     copy(src(p + "ffn_up.weight"), c.dim, ffn, hidden, out->param(q + "ffn_up.weight"));

@@ -8,11 +8,6 @@ namespace shrike::train {
 
 std::vector<ParamTensor> param_layout(const model::ModelConfig& c) {
   c.validate();
-  if (c.qkv_bias) throw std::invalid_argument("train: models with q/k/v biases are not supported");
-  if (c.rope_dims != c.head_dim)
-    throw std::invalid_argument("train: partial rotary embeddings are not supported");
-  if (c.rope_layout != kernels::RopeLayout::Adjacent)
-    throw std::invalid_argument("train: only the adjacent-pair (llama) rotary layout is supported");
   std::vector<ParamTensor> out;
   int64_t offset = 0;
   auto add = [&](std::string name, int64_t rows, int64_t cols) {
@@ -27,6 +22,11 @@ std::vector<ParamTensor> param_layout(const model::ModelConfig& c) {
     add(p + "attn_k.weight", c.kv_dim(), c.dim);
     add(p + "attn_v.weight", c.kv_dim(), c.dim);
     add(p + "attn_output.weight", c.dim, c.q_dim());
+    if (c.qkv_bias) {
+      add(p + "attn_q.bias", 1, c.q_dim());
+      add(p + "attn_k.bias", 1, c.kv_dim());
+      add(p + "attn_v.bias", 1, c.kv_dim());
+    }
     add(p + "ffn_norm.weight", 1, c.dim);
     add(p + "ffn_gate.weight", c.ffn_dim, c.dim);
     add(p + "ffn_up.weight", c.ffn_dim, c.dim);
@@ -57,7 +57,24 @@ template <class T>
 Transformer<T>::Transformer(model::ModelConfig config)
     : config_(std::move(config)), layout_(param_layout(config_)) {
   params_.assign(size_t(param_count(layout_)), T(0));
-  grads_.assign(params_.size(), T(0));
+  for (size_t i = 0; i < layout_.size(); ++i)
+    if (layout_[i].name.ends_with(".attn_norm.weight")) layer_first_.push_back(i);
+}
+
+template <class T>
+std::vector<T>& Transformer<T>::grads() {
+  if (grads_.size() != params_.size()) grads_.assign(params_.size(), T(0));
+  return grads_;
+}
+
+template <class T>
+void Transformer<T>::release_activations() {
+  batch_ = nullptr;
+  x_ = {};
+  acts_ = {};
+  xnf_ = {}, rstdf_ = {}, rows_ = {}, logits_ = {};
+  dx_ = {}, d_rows_ = {}, d_xn_ = {}, d_att_ = {}, dq_ = {}, dk_ = {}, dv_ = {};
+  d_act_ = {}, d_gate_ = {}, d_up_ = {};
 }
 
 template <class T>
@@ -74,10 +91,14 @@ T* Transformer<T>::param(const std::string& name) {
 
 template <class T>
 typename Transformer<T>::LayerPtrs Transformer<T>::layer_ptrs(std::vector<T>& base, int64_t l) {
-  // The layout is fixed: 9 tensors per layer after the embedding.
-  const size_t i = 1 + size_t(l) * 9;
+  // A block's tensors in param_layout's order: norm, q, k, v, output, [q, k, v biases], norm,
+  // gate, up, down.
+  const size_t i = layer_first_[size_t(l)];
   auto at = [&](size_t k) { return base.data() + layout_[i + k].offset; };
-  return {at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(8)};
+  const size_t b = config_.qkv_bias ? 3 : 0;
+  LayerPtrs p{at(0), at(1), at(2), at(3), at(4), at(5 + b), at(6 + b), at(7 + b), at(8 + b)};
+  if (b) p.bq = at(5), p.bk = at(6), p.bv = at(7);
+  return p;
 }
 
 template <class T>
@@ -112,6 +133,7 @@ void Transformer<T>::init_random(uint64_t seed) {
       std::fill(p, p + t.size(), T(1));
       continue;
     }
+    if (t.is_bias()) continue;  // zero
     const bool residual_out =
         t.name.ends_with("attn_output.weight") || t.name.ends_with("ffn_down.weight");
     const double sd = 0.02 * (residual_out ? residual_scale : 1.0);
@@ -121,7 +143,8 @@ void Transformer<T>::init_random(uint64_t seed) {
 
 template <class T>
 void Transformer<T>::zero_grads() {
-  std::fill(grads_.begin(), grads_.end(), T(0));
+  std::vector<T>& g = grads();
+  std::fill(g.begin(), g.end(), T(0));
 }
 
 template <class T>
@@ -160,13 +183,13 @@ const std::vector<T>& Transformer<T>::forward(const TokenBatch& batch, ThreadPoo
     a.act.resize(size_t(N * ffn));
 
     rmsnorm_forward(a.xn1.data(), a.rstd1.data(), x, w.attn_norm, N, dim, c.rms_eps, pool);
-    linear_forward<T>(a.q.data(), a.xn1.data(), w.wq, nullptr, N, dim, qd);
-    linear_forward<T>(a.k.data(), a.xn1.data(), w.wk, nullptr, N, dim, kvd);
-    linear_forward<T>(a.v.data(), a.xn1.data(), w.wv, nullptr, N, dim, kvd);
+    linear_forward<T>(a.q.data(), a.xn1.data(), w.wq, w.bq, N, dim, qd);
+    linear_forward<T>(a.k.data(), a.xn1.data(), w.wk, w.bk, N, dim, kvd);
+    linear_forward<T>(a.v.data(), a.xn1.data(), w.wv, w.bv, N, dim, kvd);
     rope_forward(a.q.data(), spans, n_spans, c.n_heads, c.head_dim, c.rope_theta, pool,
-                 c.rope_freq_factors);
+                 c.rope_freq_factors, c.rope_layout, c.rope_dims);
     rope_forward(a.k.data(), spans, n_spans, c.n_kv_heads, c.head_dim, c.rope_theta, pool,
-                 c.rope_freq_factors);
+                 c.rope_freq_factors, c.rope_layout, c.rope_dims);
     attention_forward(a.att.data(), a.probs.data(), a.q.data(), a.k.data(), a.v.data(), spans,
                       n_spans, c.n_heads, c.n_kv_heads, c.head_dim, pool);
     linear_forward<T>(a.x_mid.data(), a.att.data(), w.wo, nullptr, N, qd, dim);
@@ -210,6 +233,7 @@ const std::vector<T>& Transformer<T>::forward(const TokenBatch& batch, ThreadPoo
 template <class T>
 void Transformer<T>::backward(const T* d_logits, ThreadPool& pool) {
   if (!batch_) throw std::logic_error("train: backward() without forward()");
+  grads();  // allocated on first use
   const model::ModelConfig& c = config_;
   const TokenBatch& batch = *batch_;
   const int64_t N = int64_t(batch.tokens.size());
@@ -264,13 +288,13 @@ void Transformer<T>::backward(const T* d_logits, ThreadPool& pool) {
                        a.v.data(), a.probs.data(), spans, n_spans, c.n_heads, c.n_kv_heads,
                        c.head_dim, pool);
     rope_backward(dq_.data(), spans, n_spans, c.n_heads, c.head_dim, c.rope_theta, pool,
-                  c.rope_freq_factors);
+                  c.rope_freq_factors, c.rope_layout, c.rope_dims);
     rope_backward(dk_.data(), spans, n_spans, c.n_kv_heads, c.head_dim, c.rope_theta, pool,
-                  c.rope_freq_factors);
+                  c.rope_freq_factors, c.rope_layout, c.rope_dims);
     zero(d_xn_, N * dim);
-    linear_backward<T>(d_xn_.data(), g.wq, nullptr, dq_.data(), a.xn1.data(), w.wq, N, dim, qd);
-    linear_backward<T>(d_xn_.data(), g.wk, nullptr, dk_.data(), a.xn1.data(), w.wk, N, dim, kvd);
-    linear_backward<T>(d_xn_.data(), g.wv, nullptr, dv_.data(), a.xn1.data(), w.wv, N, dim, kvd);
+    linear_backward<T>(d_xn_.data(), g.wq, g.bq, dq_.data(), a.xn1.data(), w.wq, N, dim, qd);
+    linear_backward<T>(d_xn_.data(), g.wk, g.bk, dk_.data(), a.xn1.data(), w.wk, N, dim, kvd);
+    linear_backward<T>(d_xn_.data(), g.wv, g.bv, dv_.data(), a.xn1.data(), w.wv, N, dim, kvd);
     rmsnorm_backward(dx_.data(), g.attn_norm, d_xn_.data(), x_[size_t(l)].data(), w.attn_norm,
                      a.rstd1.data(), N, dim, pool);
   }

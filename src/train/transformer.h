@@ -19,13 +19,15 @@ struct ParamTensor {
   std::string name;  // GGUF name: "token_embd.weight", "blk.3.ffn_up.weight", ...
   int64_t offset = 0;
   int64_t rows = 0, cols = 0;  // vectors have rows == 1
+  // A vector: a norm's weight or a bias (no weight decay, stored 1-D).
   bool is_norm() const { return rows == 1; }
+  bool is_bias() const { return name.ends_with(".bias"); }
   int64_t size() const { return rows * cols; }
 };
 
-// Tensors in GGUF order for config c (llama architecture, no biases; tied output when
-// c.tied_output). Throws std::invalid_argument for shapes the trainer does not support
-// (qkv biases, partial rotary, the NeoX rotary layout).
+// Tensors in GGUF order for config c: each block's q/k/v biases when c.qkv_bias (Qwen2), no
+// output matrix when c.tied_output. Every rotary layout and partial rotary are supported, so any
+// configuration the inference model runs trains. Throws std::invalid_argument when c is invalid.
 std::vector<ParamTensor> param_layout(const model::ModelConfig& c);
 int64_t param_count(const std::vector<ParamTensor>& layout);
 // Parameters outside the token embedding and output matrix (what pruning shrinks).
@@ -49,7 +51,10 @@ class Transformer {
   const std::vector<ParamTensor>& layout() const { return layout_; }
   std::vector<T>& params() { return params_; }
   const std::vector<T>& params() const { return params_; }
-  std::vector<T>& grads() { return grads_; }
+  // Gradients are allocated on first use: a model that only runs forward (a distillation
+  // teacher, calibration, pruning's importance) never holds a second copy of its parameters.
+  std::vector<T>& grads();
+  bool has_grads() const { return !grads_.empty(); }
   T* param(const std::string& name);  // throws std::out_of_range for an unknown name
   const ParamTensor& tensor(const std::string& name) const;
 
@@ -75,15 +80,21 @@ class Transformer {
   // Back-propagates d_logits ([n_target_rows][vocab], for the last forward) into grads().
   void backward(const T* d_logits, ThreadPool& pool);
 
+  // Frees the activations of the last forward call (backward() is then refused until the next
+  // forward).
+  void release_activations();
+
  private:
   struct LayerPtrs {
     T *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w_gate, *w_up, *w_down;
+    T *bq = nullptr, *bk = nullptr, *bv = nullptr;  // Qwen2's q/k/v biases
   };
   LayerPtrs layer_ptrs(std::vector<T>& base, int64_t l);
   const T* output_weight(const std::vector<T>& base) const;
 
   model::ModelConfig config_;
   std::vector<ParamTensor> layout_;
+  std::vector<size_t> layer_first_;  // index in layout_ of each block's first tensor
   std::vector<T> params_, grads_;
   // Activations of the last forward call.
   const TokenBatch* batch_ = nullptr;

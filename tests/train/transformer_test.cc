@@ -50,18 +50,29 @@ double loss_of(Transformer<double>& m, const TokenBatch& b, ThreadPool& pool,
   return loss / double(M);
 }
 
+// Biases start at zero; give them values so that they change what they feed.
+template <class T>
+void fill_biases(Transformer<T>& m) {
+  for (const ParamTensor& t : m.layout())
+    if (t.is_bias())
+      for (int64_t i = 0; i < t.size(); ++i)
+        m.params()[size_t(t.offset + i)] = T(std::sin(i + 1.0));
+}
+
 class WholeModelGradient : public ::testing::TestWithParam<bool> {};
 
 // Every parameter of a 2-layer GQA model, in double: central differences with eps = 1e-5 have a
 // truncation error of O(eps^2 * f''') ~ 1e-10 and a rounding error of ~1e-16 / 1e-5 = 1e-11, so
 // analytic and numeric gradients must agree to ~1e-8 of the gradient's scale; 1e-6 leaves a
 // margin while any wrong term (a missing residual, a transposed product) is off by > 1e-3.
-void expect_gradients_match_finite_differences(const model::ModelConfig& c) {
+void expect_gradients_match_finite_differences(const model::ModelConfig& c,
+                                               double weight_scale = 20.0) {
   ThreadPool pool(2);
   Transformer<double> m(c);
   m.init_random(7);
   // Larger weights than the 0.02 initialisation so every path carries a visible gradient.
-  for (double& p : m.params()) p *= 20.0;
+  for (double& p : m.params()) p *= weight_scale;
+  fill_biases(m);
   const TokenBatch b = tiny_batch();
   std::vector<double> d_logits;
   loss_of(m, b, pool, &d_logits);
@@ -97,6 +108,19 @@ TEST_P(WholeModelGradient, MatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Tied, WholeModelGradient, ::testing::Values(false, true));
 
+// Qwen2's shape: q/k/v biases, the NeoX rotary layout (two pairs per head, so the layout matters)
+// and tied embeddings.
+TEST(WholeModelGradientQwen2, MatchesFiniteDifferences) {
+  model::ModelConfig c = tiny_config(true);
+  c.architecture = "qwen2";
+  c.head_dim = c.rope_dims = 4;
+  c.qkv_bias = true;
+  c.rope_layout = kernels::RopeLayout::NeoX;
+  // Twice the heads' width raises the logits' curvature; a smaller scale keeps the central
+  // differences' truncation error as small as in the tests above.
+  expect_gradients_match_finite_differences(c, 4.0);
+}
+
 // Llama-3 style frequency factors (model/rope.h) divide each pair's frequency: two pairs per head
 // so that a factor's slot shows, the second pair's frequency slowed 8x as Llama 3.1's low bands.
 TEST(WholeModelGradientWithRopeFactors, MatchesFiniteDifferences) {
@@ -112,6 +136,7 @@ void expect_forward_equals_the_inference_model(const model::ModelConfig& c) {
   Transformer<float> t(c);
   t.init_random(3);
   for (float& p : t.params()) p *= 10.0f;
+  fill_biases(t);
   const std::vector<int32_t> seq = {1, 17, 33, 4, 49, 8, 8, 21};
   TokenBatch b;
   b.add(seq, std::vector<int32_t>(seq.size(), 0));  // every row gets logits
@@ -155,9 +180,27 @@ TEST(Transformer, LayoutNamesAndCounts) {
   // 88 embedding + 2 x (8 + 8*8 + 2*4*8 + 8*8 + 8 + 3*12*8) + 8 + 88
   EXPECT_EQ(param_count(layout), 88 + 2 * (8 + 64 + 64 + 64 + 8 + 288) + 8 + 88);
   EXPECT_EQ(param_layout(tiny_config(true)).size(), size_t(1 + 2 * 9 + 1));
+  // Qwen2's q/k/v biases: three vectors per block, after the attention output.
+  model::ModelConfig biased = tiny_config(false);
+  biased.qkv_bias = true;
+  const auto with_bias = param_layout(biased);
+  EXPECT_EQ(with_bias.size(), size_t(1 + 2 * 12 + 2));
+  EXPECT_EQ(with_bias[6].name, "blk.0.attn_q.bias");
+  EXPECT_EQ(with_bias[8].name, "blk.0.attn_v.bias");
+  EXPECT_TRUE(with_bias[6].is_bias() && with_bias[6].is_norm());
+  EXPECT_EQ(param_count(with_bias), param_count(layout) + 2 * (8 + 2 * 4));
   model::ModelConfig bad = tiny_config(false);
-  bad.qkv_bias = true;
+  bad.n_kv_heads = 3;  // does not divide the query heads
   EXPECT_THROW(param_layout(bad), std::invalid_argument);
+}
+
+TEST(Transformer, ForwardEqualsTheInferenceModelWithBiasesNeoxAndPartialRotary) {
+  model::ModelConfig c = forward_config();
+  c.architecture = "qwen2";
+  c.qkv_bias = true;
+  c.rope_layout = kernels::RopeLayout::NeoX;
+  c.rope_dims = c.head_dim / 2;
+  expect_forward_equals_the_inference_model(c);
 }
 
 TEST(Optimizer, AdamWMovesAgainstTheGradientAndDecaysOnlyMatrices) {
