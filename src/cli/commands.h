@@ -15,6 +15,7 @@ Runner add_bench(CLI::App& app);
 Runner add_loadtest(CLI::App& app);
 Runner add_tokenize(CLI::App& app);
 Runner add_convert(CLI::App& app);
+Runner add_export_hf(CLI::App& app);
 Runner add_serve(CLI::App& app);
 Runner add_data(CLI::App& app);         // data.cc: the `data` group
 Runner add_data_gen(CLI::App& app);     // data_gen.cc

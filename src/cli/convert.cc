@@ -1,6 +1,7 @@
 // `shrike convert HF_DIR -o OUT.gguf [--type f32|f16|bf16|q8_0]`: a Hugging Face folder
 // (config.json, safetensors, tokenizer.json, tokenizer_config.json) as one GGUF file that shrike
-// and llama.cpp both load, tokenizer and chat template included.
+// and llama.cpp both load, tokenizer and chat template included; `shrike export-hf MODEL -o DIR`
+// the other way, so a model shrike compressed goes back to the tools its user already has.
 #include <cstdio>
 #include <memory>
 
@@ -9,6 +10,7 @@
 #include "gguf/gguf.h"
 #include "model/hf_model.h"
 #include "tokenizer/hf_tokenizer.h"
+#include "tokenizer/hf_tokenizer_writer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace shrike::cli {
@@ -17,6 +19,24 @@ namespace {
 struct ConvertArgs {
   std::string dir, out, type = "f16";
 };
+
+struct ExportArgs {
+  std::string model, dir, type = "bf16";
+};
+
+int run_export(const ExportArgs& a) {
+  const GgufInput in(a.model);
+  const auto f = gguf::GgufFile::open(in.path());
+  if (!f.has("tokenizer.ggml.tokens")) throw FileError(a.model + ": the model has no tokenizer");
+  model::write_hf_model(f, a.dir, *dtype_from_name(a.type));
+  tokenizer::write_hf_tokenizer(tokenizer::vocab_from_gguf(f), a.dir,
+                                f.get_string_or("tokenizer.chat_template", ""));
+  std::fprintf(stderr,
+               "wrote %s: config.json, model.safetensors (%s), tokenizer.json, "
+               "tokenizer_config.json\n",
+               a.dir.c_str(), a.type.c_str());
+  return 0;
+}
 
 int run_convert(const ConvertArgs& a) {
   const std::string what = convert_hf_folder(a.dir, a.out, *dtype_from_name(a.type));
@@ -57,6 +77,16 @@ Runner add_convert(CLI::App& app) {
   app.add_option("--type", a->type, "matrix type: f32|f16|bf16|q8_0 (vectors stay f32)")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0"}));
   return [a] { return run_convert(*a); };
+}
+
+Runner add_export_hf(CLI::App& app) {
+  auto a = std::make_shared<ExportArgs>();
+  app.add_option("MODEL", a->model, "model: GGUF (any weight type) or Hugging Face folder")
+      ->required();
+  app.add_option("-o,--output", a->dir, "output folder (created)")->required();
+  app.add_option("--type", a->type, "safetensors dtype: f32|f16|bf16")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  return [a] { return run_export(*a); };
 }
 
 }  // namespace shrike::cli

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
       shrike::cli::add_bench);
   add("tokenize", "text to token ids, or ids to text", shrike::cli::add_tokenize);
   add("convert", "convert a Hugging Face model folder to GGUF", shrike::cli::add_convert);
+  add("export-hf", "write a model as a Hugging Face folder (config.json, safetensors, tokenizer)",
+      shrike::cli::add_export_hf);
   add("serve", "serve a model over an OpenAI-compatible HTTP API", shrike::cli::add_serve);
 #if !SHRIKE_EDGE_COMMANDS_ONLY  // the static edge build leaves out what needs outside libraries
   add("data", "generate or import intent/slot datasets", shrike::cli::add_data);

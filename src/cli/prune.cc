@@ -57,6 +57,12 @@ int run_prune(const PruneArgs& a) {
                (long long)c.ffn_dim, (long long)c.dim, double(body(*f.model)) / 1e6,
                double(body(*pruned)) / 1e6,
                100.0 * (1.0 - double(body(*pruned)) / double(body(*f.model))), a.out.c_str());
+  if (c.architecture == "qwen2" && c.q_dim() != c.dim)
+    std::fprintf(stderr,
+                 "prune: note: heads x head size (%lld) now differs from the width (%lld); shrike "
+                 "runs this Qwen2 model, but llama.cpp's qwen2 graph assumes they are equal: "
+                 "prune --heads and --hidden by the same fraction to keep it loadable there\n",
+                 (long long)c.q_dim(), (long long)c.dim);
   return 0;
 }
 

@@ -1,4 +1,4 @@
-// `shrike synth`: a random-weight Llama model of any shape, as GGUF.
+// `shrike synth`: a random-weight Llama or Qwen2 model of any shape, as GGUF.
 #include "model/synth.h"
 
 #include <cstdio>
@@ -29,6 +29,16 @@ Runner add_synth(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));
   app.add_option("--seed", o->seed, "random seed");
   app.add_flag("--tied", o->tied_output, "tie the output matrix to the token embedding");
+  app.add_option("--arch", o->arch, "llama, or qwen2 (NeoX rotary, q/k/v biases)")
+      ->check(CLI::IsMember({"llama", "qwen2"}));
+  app.add_option("--rope-theta", o->rope_theta, "rotary base frequency")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--llama3-rope-factor", o->llama3_factor,
+                 "Llama-3 rope scaling with this factor (low/high frequency factors 1 and 4)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--llama3-rope-original", o->llama3_original,
+                 "original context of the Llama-3 rope scaling")
+      ->check(CLI::PositiveNumber);
   app.add_option("-o,--output", *out, "output .gguf path")->required();
   auto kv_heads = app.get_option("--kv-heads");
   return [o, type, out, kv_heads] {

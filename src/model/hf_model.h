@@ -14,6 +14,7 @@
 #include "safetensors/safetensors.h"
 
 namespace shrike::gguf {
+class GgufFile;
 class GgufWriter;
 }
 
@@ -64,5 +65,12 @@ class HfCheckpoint {
 // multiple of 32 fall back to F16, as llama.cpp does); vectors stay F32. A matrix already of
 // `type` is copied bit for bit. The tokenizer keys are the caller's.
 void add_hf_model_to_gguf(const HfCheckpoint& ckpt, DType type, gguf::GgufWriter& w);
+
+// The inverse: the model of a GGUF file (any weight type, dequantised) as a Hugging Face folder's
+// config.json and model.safetensors in `type` (F32, F16 or BF16), q/k rows back in Hugging Face's
+// half-split order for llama, Llama-3 frequency divisors as config.json's llama3 rope_scaling.
+// HfCheckpoint::open of the folder gives the same configuration and weights. The tokenizer
+// files are the caller's (tokenizer/hf_tokenizer_writer.h). Throws FileError naming the file.
+void write_hf_model(const gguf::GgufFile& f, const std::string& dir, DType type);
 
 }  // namespace shrike::model

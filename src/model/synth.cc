@@ -28,7 +28,7 @@ struct Rng {
 };
 
 void add_matrix(gguf::GgufWriter& w, const std::string& name, int64_t rows, int64_t cols,
-                DType type, float stddev, Rng& rng) {
+                DType type, float stddev, Rng& rng, bool vector = false) {
   // Uniform on [-a, a] has standard deviation a / sqrt(3).
   const float a = stddev * std::sqrt(3.0f);
   std::vector<float> row(static_cast<size_t>(cols));
@@ -38,7 +38,11 @@ void add_matrix(gguf::GgufWriter& w, const std::string& name, int64_t rows, int6
     for (auto& x : row) x = a * rng.symmetric();
     quantize_row(type, row.data(), data.data() + size_t(r) * row_bytes, cols);
   }
-  w.add_tensor(name, type, {cols, rows}, data.data(), data.size());
+  if (vector) {
+    w.add_tensor(name, type, {cols}, data.data(), data.size());
+  } else {
+    w.add_tensor(name, type, {cols, rows}, data.data(), data.size());
+  }
 }
 
 void add_ones(gguf::GgufWriter& w, const std::string& name, int64_t n) {
@@ -193,6 +197,14 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
   c.ffn_dim = opt.ffn_dim;
   c.vocab_size = opt.vocab;
   c.context_length = opt.context_length;
+  if (opt.arch != "llama" && opt.arch != "qwen2")
+    throw std::invalid_argument("synth: --arch must be llama or qwen2");
+  c.architecture = opt.arch;
+  c.qkv_bias = opt.arch == "qwen2";
+  c.rope_theta = opt.rope_theta;
+  if (opt.llama3_factor > 0)
+    c.rope_freq_factors = llama3_rope_factors(c.rope_dims, c.rope_theta, opt.llama3_factor, 1.0f,
+                                              4.0f, opt.llama3_original);
   if (opt.n_heads <= 0 || opt.dim % opt.n_heads != 0)
     throw std::invalid_argument("synth: --dim must be a multiple of --heads");
   const int64_t block = dtype_block_elems(opt.type);
@@ -233,6 +245,11 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
     add_matrix(w, p + "attn_k.weight", c.kv_dim(), c.dim, opt.type, sd, rng);
     add_matrix(w, p + "attn_v.weight", c.kv_dim(), c.dim, opt.type, sd, rng);
     add_matrix(w, p + "attn_output.weight", c.dim, c.q_dim(), opt.type, sd, rng);
+    if (c.qkv_bias) {
+      add_matrix(w, p + "attn_q.bias", 1, c.q_dim(), DType::F32, 10 * sd, rng, true);
+      add_matrix(w, p + "attn_k.bias", 1, c.kv_dim(), DType::F32, 10 * sd, rng, true);
+      add_matrix(w, p + "attn_v.bias", 1, c.kv_dim(), DType::F32, 10 * sd, rng, true);
+    }
     add_ones(w, p + "ffn_norm.weight", c.dim);
     add_matrix(w, p + "ffn_gate.weight", c.ffn_dim, c.dim, opt.type, sd, rng);
     add_matrix(w, p + "ffn_up.weight", c.ffn_dim, c.dim, opt.type, sd, rng);

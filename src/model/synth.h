@@ -15,6 +15,14 @@ struct SynthOptions {
   DType type = DType::F16;
   uint64_t seed = 1;
   bool tied_output = false;
+  // "llama", or "qwen2" (NeoX rotary, q/k/v biases drawn like the weights but 10x larger so that
+  // they matter).
+  std::string arch = "llama";
+  float rope_theta = 10000.0f;
+  // > 0: Llama-3 rope scaling with this factor (low/high frequency factors 1 and 4) over an
+  // original context of llama3_original positions, stored as rope_freqs.weight.
+  float llama3_factor = 0;
+  int64_t llama3_original = 8192;
   // Copy the tokenizer from this GGUF (its vocabulary size wins); otherwise a synthetic
   // vocabulary of exactly `vocab` tokens is written: SentencePiece-style (control, byte and
   // made-up word pieces) for "spm", byte-level BPE with that pre-tokenizer (the 256 byte
