@@ -128,15 +128,22 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
     epoch_start += epoch_batches[size_t(first_epoch++)];
   const int64_t warmup = std::max<int64_t>(1, int64_t(opt.warmup_fraction * double(total_steps)));
 
-  // The teacher's forward keeps activations, so it runs on a private copy. alpha 0 is a
-  // label-only fine-tune: the teacher is not consulted at all.
-  std::unique_ptr<Transformer<float>> teacher;
-  if (opt.teacher && opt.alpha > 0) teacher = std::make_unique<Transformer<float>>(*opt.teacher);
+  // The teacher runs forward only: no gradients, one layer's activations at a time, and its
+  // logits a chunk of rows at a time beside the student's. alpha 0 is a label-only fine-tune:
+  // the teacher is not consulted at all.
+  Transformer<float>* teacher = opt.alpha > 0 ? opt.teacher : nullptr;
+  struct ForwardOnly {  // restored when training ends, however it ends
+    Transformer<float>* t;
+    ~ForwardOnly() {
+      if (t) t->set_forward_only(false), t->release_activations();
+    }
+  } forward_only{teacher};
+  if (teacher) teacher->set_forward_only(true);
 
   // BLAS runs the matrix products on as many threads as the pool has.
   openblas_set_num_threads(pool.size());
   TokenBatch batch;
-  std::vector<float> d_logits, d_kl;
+  std::vector<float> t_logits, d_kl;
   const auto t_start = std::chrono::steady_clock::now();
   int64_t tokens_done = 0, steps_this_run = 0;
   for (int64_t epoch = first_epoch; epoch < opt.epochs;
@@ -150,22 +157,30 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
       for (int64_t i : batches[size_t(b)])
         batch.add(seqs[size_t(i)].tokens, seqs[size_t(i)].targets);
       model.zero_grads();
-      const std::vector<float>& logits = model.forward(batch, pool);
+      model.forward_hidden(batch, pool);
+      if (teacher) teacher->forward_hidden(batch, pool);
       const int64_t M = model.n_target_rows();
-      d_logits.resize(logits.size());
       const double scale = 1.0 / double(std::max<int64_t>(1, M));
-      double ce = cross_entropy(d_logits.data(), logits.data(), model.target_ids().data(), M,
-                                c.vocab_size, scale * (teacher ? 1.0 - opt.alpha : 1.0), pool);
-      double loss = ce * (teacher ? 1.0 - opt.alpha : 1.0);
-      if (teacher) {
-        const std::vector<float>& t_logits = teacher->forward(batch, pool);
-        d_kl.resize(logits.size());
-        const double kl = kl_distill(d_kl.data(), logits.data(), t_logits.data(), nullptr, M,
-                                     c.vocab_size, opt.temp, scale * opt.alpha, pool);
-        for (size_t i = 0; i < d_logits.size(); ++i) d_logits[i] += d_kl[i];
-        loss += opt.alpha * kl;
-      }
-      model.backward(d_logits.data(), pool);
+      const double ce_weight = teacher ? 1.0 - opt.alpha : 1.0;
+      // The output layer and both losses a chunk of rows at a time: with a 151,936-token
+      // vocabulary the whole batch's logits would be ~0.6 MB a row for each of the student's,
+      // the teacher's and their gradients.
+      const double loss = model.backward_chunked(
+          [&](int64_t r0, int64_t r1, const float* logits, float* d_logits) {
+            const int64_t n = r1 - r0;
+            double l = ce_weight * cross_entropy(d_logits, logits, model.target_ids().data() + r0,
+                                                 n, c.vocab_size, scale * ce_weight, pool);
+            if (teacher) {
+              t_logits.resize(size_t(n * c.vocab_size));
+              d_kl.resize(t_logits.size());
+              teacher->head_logits(r0, r1, t_logits.data());
+              l += opt.alpha * kl_distill(d_kl.data(), logits, t_logits.data(), nullptr, n,
+                                          c.vocab_size, opt.temp, scale * opt.alpha, pool);
+              for (size_t i = 0; i < d_kl.size(); ++i) d_logits[i] += d_kl[i];
+            }
+            return l;
+          },
+          pool);
       clip_grad_norm(model.grads(), opt.grad_clip);
       const double lr = learning_rate(state.step, total_steps, warmup, opt.lr, opt.min_lr_fraction);
       adamw_step(model.params(), model.grads(), model.layout(), state, lr, opt.adamw, pool);

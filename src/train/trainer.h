@@ -29,7 +29,8 @@ struct TrainOptions {
   uint64_t seed = 1;
   int64_t dev_limit = 600;  // dev examples decoded after each epoch (0: none)
   // Distillation: loss = alpha * temp^2 KL(teacher || student) + (1 - alpha) * CE(labels).
-  const Transformer<float>* teacher = nullptr;
+  // Runs forward only during training (Transformer::set_forward_only), restored afterwards.
+  Transformer<float>* teacher = nullptr;
   double alpha = 0.5;
   float temp = 2.0f;
   std::string checkpoint_path;  // written after each epoch when not empty

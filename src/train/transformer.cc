@@ -149,6 +149,24 @@ void Transformer<T>::zero_grads() {
 
 template <class T>
 const std::vector<T>& Transformer<T>::forward(const TokenBatch& batch, ThreadPool& pool) {
+  forward_hidden(batch, pool);
+  const int64_t M = n_target_rows();
+  logits_.resize(size_t(M * config_.vocab_size));
+  head_logits(0, M, logits_.data());
+  return logits_;
+}
+
+template <class T>
+void Transformer<T>::head_logits(int64_t r0, int64_t r1, T* out) const {
+  if (r0 < 0 || r1 < r0 || r1 > n_target_rows())
+    throw std::out_of_range("train: head_logits rows outside the last forward's target rows");
+  if (r1 > r0)
+    linear_forward<T>(out, rows_.data() + r0 * config_.dim, output_weight(params_), nullptr,
+                      r1 - r0, config_.dim, config_.vocab_size);
+}
+
+template <class T>
+void Transformer<T>::forward_hidden(const TokenBatch& batch, ThreadPool& pool) {
   const model::ModelConfig& c = config_;
   const int64_t N = int64_t(batch.tokens.size());
   const int64_t dim = c.dim, qd = c.q_dim(), kvd = c.kv_dim(), ffn = c.ffn_dim;
@@ -159,15 +177,18 @@ const std::vector<T>& Transformer<T>::forward(const TokenBatch& batch, ThreadPoo
       throw std::out_of_range("train: token id " + std::to_string(t) + " outside the vocabulary");
   batch_ = &batch;
 
-  x_.resize(size_t(c.n_layers + 1));
-  acts_.resize(size_t(c.n_layers));
+  // Forward only: one layer's activations at a time and the residual stream in two buffers.
+  const size_t n_x = forward_only_ ? 2 : size_t(c.n_layers + 1);
+  x_.resize(n_x);
+  acts_.resize(forward_only_ ? 1 : size_t(c.n_layers));
   for (auto& x : x_) x.resize(size_t(N * dim));
-  embedding_forward(x_[0].data(), batch.tokens.data(), params_.data(), N, dim);
+  auto stream = [&](int64_t l) -> std::vector<T>& { return x_[size_t(l) % n_x]; };
+  embedding_forward(stream(0).data(), batch.tokens.data(), params_.data(), N, dim);
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerPtrs w = layer_ptrs(params_, l);
-    LayerActs& a = acts_[size_t(l)];
-    const T* x = x_[size_t(l)].data();
+    LayerActs& a = acts_[forward_only_ ? 0 : size_t(l)];
+    const T* x = stream(l).data();
     a.xn1.resize(size_t(N * dim));
     a.rstd1.resize(size_t(N));
     a.q.resize(size_t(N * qd));
@@ -200,7 +221,7 @@ const std::vector<T>& Transformer<T>::forward(const TokenBatch& batch, ThreadPoo
     linear_forward<T>(a.gate.data(), a.xn2.data(), w.w_gate, nullptr, N, dim, ffn);
     linear_forward<T>(a.up.data(), a.xn2.data(), w.w_up, nullptr, N, dim, ffn);
     swiglu_forward(a.act.data(), a.gate.data(), a.up.data(), N * ffn, pool);
-    T* x_out = x_[size_t(l + 1)].data();
+    T* x_out = stream(l + 1).data();
     linear_forward<T>(x_out, a.act.data(), w.w_down, nullptr, N, ffn, dim);
     for (int64_t i = 0; i < N * dim; ++i) x_out[i] += a.x_mid[size_t(i)];
   }
@@ -208,7 +229,7 @@ const std::vector<T>& Transformer<T>::forward(const TokenBatch& batch, ThreadPoo
   const T* out_norm = params_.data() + layout_[layout_.size() - (c.tied_output ? 1 : 2)].offset;
   xnf_.resize(size_t(N * dim));
   rstdf_.resize(size_t(N));
-  rmsnorm_forward(xnf_.data(), rstdf_.data(), x_[size_t(c.n_layers)].data(), out_norm, N, dim,
+  rmsnorm_forward(xnf_.data(), rstdf_.data(), stream(c.n_layers).data(), out_norm, N, dim,
                   c.rms_eps, pool);
   // Only rows that carry a loss need logits: the prompt's positions are skipped, which saves
   // most of the output layer's work when the vocabulary is large relative to the model.
@@ -223,17 +244,61 @@ const std::vector<T>& Transformer<T>::forward(const TokenBatch& batch, ThreadPoo
   rows_.resize(size_t(M * dim));
   for (int64_t r = 0; r < M; ++r)
     std::copy_n(xnf_.data() + target_rows_[size_t(r)] * dim, dim, rows_.data() + r * dim);
-  logits_.resize(size_t(M * c.vocab_size));
-  if (M > 0)
-    linear_forward<T>(logits_.data(), rows_.data(), output_weight(params_), nullptr, M, dim,
-                      c.vocab_size);
-  return logits_;
+}
+
+template <class T>
+void Transformer<T>::begin_backward() {
+  if (!batch_) throw std::logic_error("train: backward() without forward()");
+  if (forward_only_) throw std::logic_error("train: backward() of a forward-only model");
+  grads();  // allocated on first use
+  d_rows_.assign(size_t(n_target_rows() * config_.dim), T(0));
+}
+
+template <class T>
+void Transformer<T>::backward_head_rows(int64_t r0, int64_t r1, const T* d_logits) {
+  const model::ModelConfig& c = config_;
+  T* g_out = grads_.data() + (c.tied_output ? layout_.front().offset : layout_.back().offset);
+  if (r1 > r0)
+    linear_backward<T>(d_rows_.data() + r0 * c.dim, g_out, nullptr, d_logits,
+                       rows_.data() + r0 * c.dim, output_weight(params_), r1 - r0, c.dim,
+                       c.vocab_size);
 }
 
 template <class T>
 void Transformer<T>::backward(const T* d_logits, ThreadPool& pool) {
-  if (!batch_) throw std::logic_error("train: backward() without forward()");
-  grads();  // allocated on first use
+  begin_backward();
+  backward_head_rows(0, n_target_rows(), d_logits);
+  backward_body(pool);
+}
+
+template <class T>
+int64_t Transformer<T>::head_chunk_rows() const {
+  // About 32 MiB of logits per chunk: every row at once for a small vocabulary, ~55 rows of
+  // Qwen2's 151,936.
+  return std::max<int64_t>(16, (int64_t(1) << 23) / std::max<int64_t>(1, config_.vocab_size));
+}
+
+template <class T>
+double Transformer<T>::backward_chunked(const HeadLoss& loss, ThreadPool& pool,
+                                        int64_t chunk_rows) {
+  begin_backward();
+  const int64_t M = n_target_rows(), chunk = chunk_rows > 0 ? chunk_rows : head_chunk_rows();
+  std::vector<T> logits, d_logits;
+  double total = 0;
+  for (int64_t r0 = 0; r0 < M; r0 += chunk) {
+    const int64_t r1 = std::min(M, r0 + chunk);
+    logits.resize(size_t((r1 - r0) * config_.vocab_size));
+    d_logits.resize(logits.size());
+    head_logits(r0, r1, logits.data());
+    total += loss(r0, r1, logits.data(), d_logits.data());
+    backward_head_rows(r0, r1, d_logits.data());
+  }
+  backward_body(pool);
+  return total;
+}
+
+template <class T>
+void Transformer<T>::backward_body(ThreadPool& pool) {
   const model::ModelConfig& c = config_;
   const TokenBatch& batch = *batch_;
   const int64_t N = int64_t(batch.tokens.size());
@@ -243,12 +308,8 @@ void Transformer<T>::backward(const T* d_logits, ThreadPool& pool) {
   const int64_t M = int64_t(target_rows_.size());
   auto zero = [](std::vector<T>& v, int64_t n) { v.assign(size_t(n), T(0)); };
 
-  // Output layer, then the final norm (its input gradient starts the residual stream's).
-  zero(d_rows_, M * dim);
-  T* g_out = grads_.data() + (c.tied_output ? layout_.front().offset : layout_.back().offset);
-  if (M > 0)
-    linear_backward<T>(d_rows_.data(), g_out, nullptr, d_logits, rows_.data(),
-                       output_weight(params_), M, dim, c.vocab_size);
+  // The output layer's input gradient (d_rows_) into the final norm, whose input gradient starts
+  // the residual stream's.
   zero(d_xn_, N * dim);
   for (int64_t r = 0; r < M; ++r)
     std::copy_n(d_rows_.data() + r * dim, dim, d_xn_.data() + target_rows_[size_t(r)] * dim);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,17 @@ class Transformer {
   // Runs the batch and returns the logits of the rows whose target is >= 0, in token order:
   // [n_target_rows][vocab]. Activations are kept for backward().
   const std::vector<T>& forward(const TokenBatch& batch, ThreadPool& pool);
+  // The same up to the output layer: the target rows' final hidden states, whose logits
+  // head_logits() then computes a few rows at a time, so that no [rows][vocab] buffer need exist
+  // (151,936 x 4 bytes a row for Qwen2).
+  void forward_hidden(const TokenBatch& batch, ThreadPool& pool);
+  // out[(r1 - r0)][vocab]: the logits of target rows [r0, r1) of the last forward.
+  void head_logits(int64_t r0, int64_t r1, T* out) const;
+
+  // Forward only (a distillation teacher): forward keeps one layer's activations at a time, so
+  // a deep model costs its parameters and one layer's activations; backward() is refused and
+  // layer_activations()/residual() are not available.
+  void set_forward_only(bool on) { forward_only_ = on; }
   int64_t n_target_rows() const { return int64_t(target_rows_.size()); }
   const std::vector<int32_t>& target_ids() const { return target_ids_; }
 
@@ -80,6 +92,17 @@ class Transformer {
   // Back-propagates d_logits ([n_target_rows][vocab], for the last forward) into grads().
   void backward(const T* d_logits, ThreadPool& pool);
 
+  // The loss of target rows [r0, r1) given their logits ([r1 - r0][vocab]): returns the loss
+  // and writes its gradient with respect to those logits into d_logits (same shape).
+  using HeadLoss = std::function<double(int64_t r0, int64_t r1, const T* logits, T* d_logits)>;
+  // After forward_hidden() (or forward()): the output layer and the loss over the target rows a
+  // chunk at a time (head_chunk_rows()), each chunk's gradient back through the output layer,
+  // then the rest of backward(). The same gradients as backward() with the whole d_logits, in
+  // memory for one chunk of logits. Returns the summed loss.
+  // chunk_rows 0: head_chunk_rows().
+  double backward_chunked(const HeadLoss& loss, ThreadPool& pool, int64_t chunk_rows = 0);
+  int64_t head_chunk_rows() const;
+
   // Frees the activations of the last forward call (backward() is then refused until the next
   // forward).
   void release_activations();
@@ -90,11 +113,15 @@ class Transformer {
     T *bq = nullptr, *bk = nullptr, *bv = nullptr;  // Qwen2's q/k/v biases
   };
   LayerPtrs layer_ptrs(std::vector<T>& base, int64_t l);
+  void begin_backward();
+  void backward_head_rows(int64_t r0, int64_t r1, const T* d_logits);
+  void backward_body(ThreadPool& pool);
   const T* output_weight(const std::vector<T>& base) const;
 
   model::ModelConfig config_;
   std::vector<ParamTensor> layout_;
   std::vector<size_t> layer_first_;  // index in layout_ of each block's first tensor
+  bool forward_only_ = false;
   std::vector<T> params_, grads_;
   // Activations of the last forward call.
   const TokenBatch* batch_ = nullptr;

@@ -108,6 +108,38 @@ TEST_P(WholeModelGradient, MatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Tied, WholeModelGradient, ::testing::Values(false, true));
 
+// The output layer and loss a few rows at a time give backward()'s gradients and loss, and a
+// forward-only model computes the same logits as one that keeps its activations.
+TEST(Transformer, ChunkedHeadEqualsWholeBackwardAndForwardOnlyEqualsForward) {
+  ThreadPool pool(2);
+  Transformer<double> m(tiny_config(true));
+  m.init_random(5);
+  for (double& p : m.params()) p *= 10.0;
+  const TokenBatch b = tiny_batch();
+  std::vector<double> d_logits;
+  const double whole = loss_of(m, b, pool, &d_logits);
+  m.zero_grads();
+  m.backward(d_logits.data(), pool);
+  const std::vector<double> expected = m.grads();
+  const std::vector<double> logits = m.forward(b, pool);
+
+  m.zero_grads();
+  m.forward_hidden(b, pool);
+  const int64_t M = m.n_target_rows(), V = m.config().vocab_size;
+  ASSERT_GT(M, 3);
+  const double chunked = m.backward_chunked(
+      [&](int64_t r0, int64_t r1, const double* l, double* d) {
+        return cross_entropy(d, l, m.target_ids().data() + r0, r1 - r0, V, 1.0 / double(M), pool);
+      },
+      pool, 2);
+  EXPECT_NEAR(chunked / double(M), whole, 1e-12);
+  for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(m.grads()[i], expected[i], 1e-12) << i;
+
+  m.set_forward_only(true);
+  EXPECT_EQ(m.forward(b, pool), logits);
+  EXPECT_THROW(m.backward(d_logits.data(), pool), std::logic_error);
+}
+
 // Qwen2's shape: q/k/v biases, the NeoX rotary layout (two pairs per head, so the layout matters)
 // and tied embeddings.
 TEST(WholeModelGradientQwen2, MatchesFiniteDifferences) {
