@@ -50,13 +50,23 @@ const std::string& chat_template_of(const train::TrainableFile& student,
   return student.chat_template.empty() ? teacher.chat_template : student.chat_template;
 }
 
+// Writing the student copies its parameters once more; what training held goes first (the
+// teacher, gradients, activations, optimizer moments), so that the peak is training's.
+void release_training_memory(train::TrainableFile& teacher, train::TrainableFile& student,
+                             train::OptimizerState& state) {
+  teacher.model.reset();
+  student.model->release_gradients();
+  student.model->release_activations();
+  state = {};
+}
+
 void report(const char* stage, const train::EpochReport& r) {
   std::fprintf(stderr, "%s %s\n", stage, train::describe(r).c_str());
 }
 
 // The teacher's own samples as the text, the file's model (as served, any weight type) drawing
 // them; then the usual loss on every position.
-int distill_on_samples(const DistillArgs& a, const train::TrainableFile& teacher,
+int distill_on_samples(const DistillArgs& a, train::TrainableFile& teacher,
                        train::TrainableFile& student, ThreadPool& pool) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto served = model::load_model(a.teacher);
@@ -81,9 +91,11 @@ int distill_on_samples(const DistillArgs& a, const train::TrainableFile& teacher
     train::train_sequences(*student.model, student.vocab, seqs, ft, ft_state, pool, {},
                            [](const train::EpochReport& r) { report("fine-tune", r); });
   }
-  const auto& task = student.task ? student.task : teacher.task;
+  const auto task = student.task ? student.task : teacher.task;
+  const std::string chat_template = chat_template_of(student, teacher);
+  release_training_memory(teacher, student, state);
   train::save_model(*student.model, student.vocab, a.opt.model_name, a.out, nullptr,
-                    task ? &*task : nullptr, chat_template_of(student, teacher));
+                    task ? &*task : nullptr, chat_template);
   std::fprintf(stderr, "distill: wrote %s\n", a.out.c_str());
   return 0;
 }
@@ -157,9 +169,11 @@ int run_distill(DistillArgs a) {
                       [](const train::EpochReport& r) { report("fine-tune", r); });
   }
   // The student answers the teacher's task (its own file's, when it had one, is the same task).
-  const auto& task = student.task ? student.task : teacher.task;
+  const auto task = student.task ? student.task : teacher.task;
+  const std::string chat_template = chat_template_of(student, teacher);
+  release_training_memory(teacher, student, state);
   train::save_model(*student.model, student.vocab, a.opt.model_name, a.out, nullptr,
-                    task ? &*task : nullptr, chat_template_of(student, teacher));
+                    task ? &*task : nullptr, chat_template);
   std::fprintf(stderr, "distill: wrote %s\n", a.out.c_str());
   return 0;
 }
@@ -220,6 +234,10 @@ Runner add_distill(CLI::App& app) {
       ->check(CLI::Range(1e-7, 1.0));
   app.add_option("--batch-tokens", a->opt.batch_tokens, "tokens per batch")
       ->check(CLI::Range(16, 1 << 20));
+  app.add_flag("--freeze-embeddings", a->opt.freeze_embeddings,
+               "keep the student's token embedding (and untied output matrix) as they are: no "
+               "gradients or optimizer state for them (most of a small model with a large "
+               "vocabulary)");
   app.add_option("--dev-limit", a->opt.dev_limit, "dev examples decoded per epoch")
       ->check(CLI::NonNegativeNumber);
   app.add_option(

@@ -104,7 +104,8 @@ std::map<std::string, InputStats> collect_input_stats(train::Transformer<float>&
       accumulate(stats[block + "attn_in"], a.xn1.data(), n, c.dim, take, o.gram, gram_scratch);
       accumulate(stats[block + "attn_out_in"], a.att.data(), n, qd, take, o.gram, gram_scratch);
       accumulate(stats[block + "ffn_in"], a.xn2.data(), n, c.dim, take, o.gram, gram_scratch);
-      accumulate(stats[block + "ffn_down_in"], a.act.data(), n, c.ffn_dim, take, o.gram,
+      const std::vector<float> act = model.ffn_activation(l, pool);
+      accumulate(stats[block + "ffn_down_in"], act.data(), n, c.ffn_dim, take, o.gram,
                  gram_scratch);
     }
   }

@@ -7,21 +7,24 @@ namespace shrike::train {
 
 void adamw_step(std::vector<float>& params, const std::vector<float>& grads,
                 const std::vector<ParamTensor>& layout, OptimizerState& state, double lr,
-                const AdamWParams& hp, ThreadPool& pool) {
-  if (grads.size() != params.size()) throw std::invalid_argument("adamw: gradient size mismatch");
-  if (state.m.size() != params.size()) state.m.assign(params.size(), 0.0f);
-  if (state.v.size() != params.size()) state.v.assign(params.size(), 0.0f);
+                const AdamWParams& hp, ThreadPool& pool, int64_t grad_begin) {
+  if (grad_begin < 0 || grad_begin + int64_t(grads.size()) > int64_t(params.size()))
+    throw std::invalid_argument("adamw: gradient size mismatch");
+  if (state.m.size() != grads.size()) state.m.assign(grads.size(), 0.0f);
+  if (state.v.size() != grads.size()) state.v.assign(grads.size(), 0.0f);
+  const int64_t grad_end = grad_begin + int64_t(grads.size());
   ++state.step;
   const float b1 = float(hp.beta1), b2 = float(hp.beta2), eps = float(hp.eps);
   const float c1 = float(1.0 / (1.0 - std::pow(hp.beta1, double(state.step))));
   const float c2 = float(1.0 / (1.0 - std::pow(hp.beta2, double(state.step))));
   const float flr = float(lr);
   for (const ParamTensor& t : layout) {
+    if (t.offset < grad_begin || t.offset + t.size() > grad_end) continue;  // frozen
     const float decay = t.is_norm() ? 0.0f : float(lr * hp.weight_decay);
     float* p = params.data() + t.offset;
-    const float* g = grads.data() + t.offset;
-    float* m = state.m.data() + t.offset;
-    float* v = state.v.data() + t.offset;
+    const float* g = grads.data() + (t.offset - grad_begin);
+    float* m = state.m.data() + (t.offset - grad_begin);
+    float* v = state.v.data() + (t.offset - grad_begin);
     pool.parallel_for(t.size(), 4096, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         m[i] = b1 * m[i] + (1.0f - b1) * g[i];

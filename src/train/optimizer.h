@@ -16,10 +16,12 @@ struct AdamWParams {
   double weight_decay = 0.1;  // applied to matrices only; norm weights are not decayed
 };
 
-// One update of every parameter; state.step is incremented first (bias correction uses it).
+// One update of every parameter that has a gradient; state.step is incremented first (bias
+// correction uses it). grads (and the moments in state) cover parameters [grad_begin,
+// grad_begin + grads.size()); tensors outside that window are frozen and left as they are.
 void adamw_step(std::vector<float>& params, const std::vector<float>& grads,
                 const std::vector<ParamTensor>& layout, OptimizerState& state, double lr,
-                const AdamWParams& hp, ThreadPool& pool);
+                const AdamWParams& hp, ThreadPool& pool, int64_t grad_begin = 0);
 
 // Scales grads so that their global L2 norm is at most max_norm (max_norm <= 0: no clipping).
 // Returns the norm before clipping.

@@ -78,10 +78,12 @@ Importance measure_importance(Transformer<float>& model, const std::vector<Token
           imp.kv_groups[size_t(l)][size_t(h / group)] +=
               std::sqrt(s) * head_out[size_t(l)][size_t(h)];
         }
-        const float* act = a.act.data() + t * c.ffn_dim;
-        for (int64_t j = 0; j < c.ffn_dim; ++j)
-          imp.ffn_channels[size_t(l)][size_t(j)] +=
-              std::abs(double(act[j])) * ffn_out[size_t(l)][size_t(j)];
+        const float* gate = a.gate.data() + t * c.ffn_dim;
+        const float* up = a.up.data() + t * c.ffn_dim;
+        for (int64_t j = 0; j < c.ffn_dim; ++j) {
+          const double act = double(gate[j]) / (1.0 + std::exp(-double(gate[j]))) * up[j];
+          imp.ffn_channels[size_t(l)][size_t(j)] += std::abs(act) * ffn_out[size_t(l)][size_t(j)];
+        }
         double dot = 0, n_in = 0, n_out = 0;
         for (int64_t j = 0; j < dim; ++j) {
           const double u = x_in[size_t(t * dim + j)], v = x_out[size_t(t * dim + j)];

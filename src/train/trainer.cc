@@ -128,6 +128,10 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
     epoch_start += epoch_batches[size_t(first_epoch++)];
   const int64_t warmup = std::max<int64_t>(1, int64_t(opt.warmup_fraction * double(total_steps)));
 
+  model.freeze_embeddings(opt.freeze_embeddings);
+  if (opt.freeze_embeddings && !opt.checkpoint_path.empty())
+    throw std::invalid_argument("train: checkpoints of a model with frozen embeddings are not "
+                                "supported (its optimizer state covers part of the parameters)");
   // The teacher runs forward only: no gradients, one layer's activations at a time, and its
   // logits a chunk of rows at a time beside the student's. alpha 0 is a label-only fine-tune:
   // the teacher is not consulted at all.
@@ -183,7 +187,8 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
           pool);
       clip_grad_norm(model.grads(), opt.grad_clip);
       const double lr = learning_rate(state.step, total_steps, warmup, opt.lr, opt.min_lr_fraction);
-      adamw_step(model.params(), model.grads(), model.layout(), state, lr, opt.adamw, pool);
+      adamw_step(model.params(), model.grads(), model.layout(), state, lr, opt.adamw, pool,
+                 model.grad_begin());
       loss_sum += loss;
       loss_tokens += M;
       epoch_tokens += int64_t(batch.tokens.size());

@@ -33,6 +33,9 @@ struct TrainOptions {
   Transformer<float>* teacher = nullptr;
   double alpha = 0.5;
   float temp = 2.0f;
+  // The token embedding (and an untied output matrix) keep their values: no gradients or
+  // optimizer state for them (Transformer::freeze_embeddings).
+  bool freeze_embeddings = false;
   std::string checkpoint_path;  // written after each epoch when not empty
   std::string model_name = "shrike-task";
   bool progress = true;  // a progress line on stderr

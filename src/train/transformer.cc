@@ -63,8 +63,32 @@ Transformer<T>::Transformer(model::ModelConfig config)
 
 template <class T>
 std::vector<T>& Transformer<T>::grads() {
-  if (grads_.size() != params_.size()) grads_.assign(params_.size(), T(0));
+  const size_t want = size_t(grad_end() - grad_begin());
+  if (grads_.size() != want) grads_.assign(want, T(0));
   return grads_;
+}
+
+template <class T>
+void Transformer<T>::freeze_embeddings(bool on) {
+  frozen_embeddings_ = on;
+  grads_ = {};
+}
+
+template <class T>
+int64_t Transformer<T>::grad_begin() const {
+  return frozen_embeddings_ ? layout_.front().size() : 0;
+}
+
+template <class T>
+int64_t Transformer<T>::grad_end() const {
+  const int64_t all = int64_t(params_.size());
+  return frozen_embeddings_ && !config_.tied_output ? all - layout_.back().size() : all;
+}
+
+template <class T>
+T* Transformer<T>::grad_at(int64_t offset) {
+  if (offset < grad_begin() || offset >= grad_end()) return nullptr;  // frozen
+  return grads_.data() + (offset - grad_begin());
 }
 
 template <class T>
@@ -74,7 +98,7 @@ void Transformer<T>::release_activations() {
   acts_ = {};
   xnf_ = {}, rstdf_ = {}, rows_ = {}, logits_ = {};
   dx_ = {}, d_rows_ = {}, d_xn_ = {}, d_att_ = {}, dq_ = {}, dk_ = {}, dv_ = {};
-  d_act_ = {}, d_gate_ = {}, d_up_ = {};
+  d_act_ = {}, d_gate_ = {}, d_up_ = {}, act_ = {};
 }
 
 template <class T>
@@ -90,11 +114,11 @@ T* Transformer<T>::param(const std::string& name) {
 }
 
 template <class T>
-typename Transformer<T>::LayerPtrs Transformer<T>::layer_ptrs(std::vector<T>& base, int64_t l) {
+typename Transformer<T>::LayerPtrs Transformer<T>::layer_ptrs(T* base, int64_t l) {
   // A block's tensors in param_layout's order: norm, q, k, v, output, [q, k, v biases], norm,
   // gate, up, down.
   const size_t i = layer_first_[size_t(l)];
-  auto at = [&](size_t k) { return base.data() + layout_[i + k].offset; };
+  auto at = [&](size_t k) { return base + layout_[i + k].offset; };
   const size_t b = config_.qkv_bias ? 3 : 0;
   LayerPtrs p{at(0), at(1), at(2), at(3), at(4), at(5 + b), at(6 + b), at(7 + b), at(8 + b)};
   if (b) p.bq = at(5), p.bk = at(6), p.bv = at(7);
@@ -142,6 +166,14 @@ void Transformer<T>::init_random(uint64_t seed) {
 }
 
 template <class T>
+std::vector<T> Transformer<T>::ffn_activation(int64_t l, ThreadPool& pool) const {
+  const LayerActs& a = acts_.at(size_t(l));
+  std::vector<T> out(a.gate.size());
+  swiglu_forward(out.data(), a.gate.data(), a.up.data(), int64_t(out.size()), pool);
+  return out;
+}
+
+template <class T>
 void Transformer<T>::zero_grads() {
   std::vector<T>& g = grads();
   std::fill(g.begin(), g.end(), T(0));
@@ -186,7 +218,7 @@ void Transformer<T>::forward_hidden(const TokenBatch& batch, ThreadPool& pool) {
   embedding_forward(stream(0).data(), batch.tokens.data(), params_.data(), N, dim);
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    const LayerPtrs w = layer_ptrs(params_, l);
+    const LayerPtrs w = layer_ptrs(params_.data(), l);
     LayerActs& a = acts_[forward_only_ ? 0 : size_t(l)];
     const T* x = stream(l).data();
     a.xn1.resize(size_t(N * dim));
@@ -201,7 +233,7 @@ void Transformer<T>::forward_hidden(const TokenBatch& batch, ThreadPool& pool) {
     a.rstd2.resize(size_t(N));
     a.gate.resize(size_t(N * ffn));
     a.up.resize(size_t(N * ffn));
-    a.act.resize(size_t(N * ffn));
+    act_.resize(size_t(N * ffn));
 
     rmsnorm_forward(a.xn1.data(), a.rstd1.data(), x, w.attn_norm, N, dim, c.rms_eps, pool);
     linear_forward<T>(a.q.data(), a.xn1.data(), w.wq, w.bq, N, dim, qd);
@@ -220,9 +252,11 @@ void Transformer<T>::forward_hidden(const TokenBatch& batch, ThreadPool& pool) {
                     pool);
     linear_forward<T>(a.gate.data(), a.xn2.data(), w.w_gate, nullptr, N, dim, ffn);
     linear_forward<T>(a.up.data(), a.xn2.data(), w.w_up, nullptr, N, dim, ffn);
-    swiglu_forward(a.act.data(), a.gate.data(), a.up.data(), N * ffn, pool);
+    // silu(gate) * up is not kept: backward recomputes it (an element-wise pass) instead of
+    // holding N x ffn floats per layer (~20 MB a layer at 1,024 tokens of Qwen2.5-0.5B).
+    swiglu_forward(act_.data(), a.gate.data(), a.up.data(), N * ffn, pool);
     T* x_out = stream(l + 1).data();
-    linear_forward<T>(x_out, a.act.data(), w.w_down, nullptr, N, ffn, dim);
+    linear_forward<T>(x_out, act_.data(), w.w_down, nullptr, N, ffn, dim);
     for (int64_t i = 0; i < N * dim; ++i) x_out[i] += a.x_mid[size_t(i)];
   }
 
@@ -257,7 +291,7 @@ void Transformer<T>::begin_backward() {
 template <class T>
 void Transformer<T>::backward_head_rows(int64_t r0, int64_t r1, const T* d_logits) {
   const model::ModelConfig& c = config_;
-  T* g_out = grads_.data() + (c.tied_output ? layout_.front().offset : layout_.back().offset);
+  T* g_out = grad_at(c.tied_output ? layout_.front().offset : layout_.back().offset);
   if (r1 > r0)
     linear_backward<T>(d_rows_.data() + r0 * c.dim, g_out, nullptr, d_logits,
                        rows_.data() + r0 * c.dim, output_weight(params_), r1 - r0, c.dim,
@@ -315,17 +349,20 @@ void Transformer<T>::backward_body(ThreadPool& pool) {
     std::copy_n(d_rows_.data() + r * dim, dim, d_xn_.data() + target_rows_[size_t(r)] * dim);
   const size_t norm_index = layout_.size() - (c.tied_output ? 1 : 2);
   zero(dx_, N * dim);
-  rmsnorm_backward(dx_.data(), grads_.data() + layout_[norm_index].offset, d_xn_.data(),
+  rmsnorm_backward(dx_.data(), grad_at(layout_[norm_index].offset), d_xn_.data(),
                    x_[size_t(c.n_layers)].data(), params_.data() + layout_[norm_index].offset,
                    rstdf_.data(), N, dim, pool);
 
   for (int64_t l = c.n_layers - 1; l >= 0; --l) {
-    const LayerPtrs w = layer_ptrs(params_, l);
-    const LayerPtrs g = layer_ptrs(grads_, l);
+    const LayerPtrs w = layer_ptrs(params_.data(), l);
+    // Blocks always train: their gradients sit at their offsets less the window's start.
+    const LayerPtrs g = layer_ptrs(grads_.data() - grad_begin(), l);
     const LayerActs& a = acts_[size_t(l)];
     // dx holds d x_{l+1} = d x_mid (skip) + the FFN branch's contribution.
     zero(d_act_, N * ffn);
-    linear_backward<T>(d_act_.data(), g.w_down, nullptr, dx_.data(), a.act.data(), w.w_down, N, ffn,
+    act_.resize(size_t(N * ffn));
+    swiglu_forward(act_.data(), a.gate.data(), a.up.data(), N * ffn, pool);
+    linear_backward<T>(d_act_.data(), g.w_down, nullptr, dx_.data(), act_.data(), w.w_down, N, ffn,
                        dim);
     d_gate_.resize(size_t(N * ffn));
     d_up_.resize(size_t(N * ffn));
@@ -359,7 +396,7 @@ void Transformer<T>::backward_body(ThreadPool& pool) {
     rmsnorm_backward(dx_.data(), g.attn_norm, d_xn_.data(), x_[size_t(l)].data(), w.attn_norm,
                      a.rstd1.data(), N, dim, pool);
   }
-  embedding_backward(grads_.data(), batch.tokens.data(), dx_.data(), N, dim);
+  if (T* g_embd = grad_at(0)) embedding_backward(g_embd, batch.tokens.data(), dx_.data(), N, dim);
 }
 
 template class Transformer<float>;

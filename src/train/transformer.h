@@ -54,8 +54,17 @@ class Transformer {
   const std::vector<T>& params() const { return params_; }
   // Gradients are allocated on first use: a model that only runs forward (a distillation
   // teacher, calibration, pruning's importance) never holds a second copy of its parameters.
+  // With frozen embeddings the buffer covers parameters [grad_begin(), grad_end()) only.
   std::vector<T>& grads();
   bool has_grads() const { return !grads_.empty(); }
+  // Freezes the token embedding (and an untied output matrix): no gradients and so no optimizer
+  // state for them, which at Qwen2.5-0.5B's 151,936 x 896 embedding is 136M of 494M parameters.
+  // The other parameters' gradients are grads()[offset - grad_begin()].
+  void freeze_embeddings(bool on);
+  void release_gradients() { grads_ = {}; }
+  bool embeddings_frozen() const { return frozen_embeddings_; }
+  int64_t grad_begin() const;
+  int64_t grad_end() const;
   T* param(const std::string& name);  // throws std::out_of_range for an unknown name
   const ParamTensor& tensor(const std::string& name) const;
 
@@ -83,9 +92,12 @@ class Transformer {
 
   // Activations of one layer in the last forward call (pruning reads them as calibration).
   struct LayerActs {
-    std::vector<T> xn1, rstd1, q, k, v, probs, att, x_mid, xn2, rstd2, gate, up, act;
+    // (silu(gate) * up is not kept: swiglu_forward of gate and up gives it.)
+    std::vector<T> xn1, rstd1, q, k, v, probs, att, x_mid, xn2, rstd2, gate, up;
   };
   const LayerActs& layer_activations(int64_t l) const { return acts_[size_t(l)]; }
+  // Layer l's FFN activation silu(gate) * up ([tokens][ffn]; the input of ffn_down), recomputed.
+  std::vector<T> ffn_activation(int64_t l, ThreadPool& pool) const;
   // The residual stream entering layer l (l == n_layers: after the last layer).
   const std::vector<T>& residual(int64_t l) const { return x_[size_t(l)]; }
 
@@ -112,7 +124,8 @@ class Transformer {
     T *attn_norm, *wq, *wk, *wv, *wo, *ffn_norm, *w_gate, *w_up, *w_down;
     T *bq = nullptr, *bk = nullptr, *bv = nullptr;  // Qwen2's q/k/v biases
   };
-  LayerPtrs layer_ptrs(std::vector<T>& base, int64_t l);
+  LayerPtrs layer_ptrs(T* base, int64_t l);
+  T* grad_at(int64_t offset);  // nullptr for a frozen parameter
   void begin_backward();
   void backward_head_rows(int64_t r0, int64_t r1, const T* d_logits);
   void backward_body(ThreadPool& pool);
@@ -121,7 +134,7 @@ class Transformer {
   model::ModelConfig config_;
   std::vector<ParamTensor> layout_;
   std::vector<size_t> layer_first_;  // index in layout_ of each block's first tensor
-  bool forward_only_ = false;
+  bool forward_only_ = false, frozen_embeddings_ = false;
   std::vector<T> params_, grads_;
   // Activations of the last forward call.
   const TokenBatch* batch_ = nullptr;
@@ -131,6 +144,7 @@ class Transformer {
   std::vector<int64_t> target_rows_;
   std::vector<int32_t> target_ids_;
   // Backward scratch.
+  std::vector<T> act_;  // one layer's silu(gate) * up, in forward and again in backward
   std::vector<T> dx_, d_rows_, d_xn_, d_att_, dq_, dk_, dv_, d_act_, d_gate_, d_up_;
 };
 

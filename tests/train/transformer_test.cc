@@ -108,6 +108,48 @@ TEST_P(WholeModelGradient, MatchesFiniteDifferences) {
 
 INSTANTIATE_TEST_SUITE_P(Tied, WholeModelGradient, ::testing::Values(false, true));
 
+// Frozen embeddings: no gradient storage for them, the same gradients for everything else, and
+// an optimizer step leaves them as they were.
+TEST(Transformer, FrozenEmbeddingsKeepTheirValuesAndTheRestTrainsAlike) {
+  for (const bool tied : {false, true}) {
+    ThreadPool pool(2);
+    Transformer<double> m(tiny_config(tied));
+    m.init_random(5);
+    for (double& p : m.params()) p *= 10.0;
+    const TokenBatch b = tiny_batch();
+    std::vector<double> d_logits;
+    loss_of(m, b, pool, &d_logits);
+    m.zero_grads();
+    m.backward(d_logits.data(), pool);
+    const std::vector<double> all = m.grads();
+
+    m.freeze_embeddings(true);
+    loss_of(m, b, pool, &d_logits);
+    m.zero_grads();
+    m.backward(d_logits.data(), pool);
+    const int64_t embd = m.layout().front().size();
+    EXPECT_EQ(m.grad_begin(), embd);
+    EXPECT_EQ(m.grad_end(), param_count(m.layout()) - (tied ? 0 : embd));
+    ASSERT_EQ(int64_t(m.grads().size()), m.grad_end() - m.grad_begin());
+    for (int64_t i = m.grad_begin(); i < m.grad_end(); ++i)
+      ASSERT_NEAR(m.grads()[size_t(i - m.grad_begin())], all[size_t(i)], 1e-12) << i;
+
+    Transformer<float> f(tiny_config(tied));
+    f.init_random(5);
+    f.freeze_embeddings(true);
+    const std::vector<float> before = f.params();
+    f.forward(b, pool);
+    std::vector<float> d(f.forward(b, pool).size(), 0.5f);
+    f.zero_grads();
+    f.backward(d.data(), pool);
+    OptimizerState state;
+    adamw_step(f.params(), f.grads(), f.layout(), state, 1e-2, AdamWParams{}, pool, f.grad_begin());
+    EXPECT_EQ(state.m.size(), f.grads().size());
+    for (int64_t i = 0; i < embd; ++i) ASSERT_EQ(f.params()[size_t(i)], before[size_t(i)]);
+    EXPECT_NE(f.params()[size_t(embd)], before[size_t(embd)]);  // the first block's norm trains
+  }
+}
+
 // The output layer and loss a few rows at a time give backward()'s gradients and loss, and a
 // forward-only model computes the same logits as one that keeps its activations.
 TEST(Transformer, ChunkedHeadEqualsWholeBackwardAndForwardOnlyEqualsForward) {
