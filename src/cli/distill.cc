@@ -60,6 +60,26 @@ void release_training_memory(train::TrainableFile& teacher, train::TrainableFile
   state = {};
 }
 
+// What training will hold, so that a large model's run can be sized before it starts: the
+// teacher's parameters, the student's with gradients and AdamW moments for what trains, and
+// the student's activations at --batch-tokens.
+void report_memory(const train::Transformer<float>& teacher,
+                   const train::Transformer<float>& student, const train::TrainOptions& opt) {
+  const double gb = 1e9;
+  const int64_t p = int64_t(student.params().size());
+  const int64_t trainable = opt.freeze_embeddings ? p - student.layout().front().size() *
+                                                            (student.config().tied_output ? 1 : 2)
+                                                  : p;
+  std::fprintf(stderr,
+               "distill: memory: teacher %.2f GB, student %.2f GB + gradients and moments "
+               "%.2f GB (%.0fM trainable%s), activations ~%.2f GB at %lld tokens a batch\n",
+               double(teacher.params().size()) * 4 / gb, double(p) * 4 / gb,
+               double(trainable) * 12 / gb, double(trainable) / 1e6,
+               opt.freeze_embeddings ? ", embeddings frozen" : "",
+               double(train::activation_bytes_per_token(student.config()) * opt.batch_tokens) / gb,
+               (long long)opt.batch_tokens);
+}
+
 void report(const char* stage, const train::EpochReport& r) {
   std::fprintf(stderr, "%s %s\n", stage, train::describe(r).c_str());
 }
@@ -159,6 +179,7 @@ int run_distill(DistillArgs a) {
                  (long long)used, extra.size());
   }
 
+  report_memory(*teacher.model, *student.model, a.opt);
   train::OptimizerState state;
   train::train_task(*student.model, tok, train_set, dev_set, a.opt, state, pool,
                     [](const train::EpochReport& r) { report("distill", r); });

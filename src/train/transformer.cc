@@ -45,6 +45,13 @@ int64_t body_param_count(const model::ModelConfig& c) {
   return param_count(param_layout(c)) - c.vocab_size * c.dim * (c.tied_output ? 1 : 2);
 }
 
+int64_t activation_bytes_per_token(const model::ModelConfig& c) {
+  // x, xn1, x_mid, xn2 (dim each), q and att (q_dim), k and v (kv_dim), gate and up (ffn), two
+  // rstd: what forward_hidden keeps per layer.
+  const int64_t per_layer = 4 * c.dim + 2 * c.q_dim() + 2 * c.kv_dim() + 2 * c.ffn_dim + 2;
+  return 4 * (c.n_layers * per_layer + 2 * c.dim);
+}
+
 void TokenBatch::add(const std::vector<int32_t>& seq, const std::vector<int32_t>& seq_targets) {
   if (seq.size() != seq_targets.size())
     throw std::invalid_argument("TokenBatch::add: tokens and targets differ in length");

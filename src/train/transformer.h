@@ -34,6 +34,10 @@ int64_t param_count(const std::vector<ParamTensor>& layout);
 // Parameters outside the token embedding and output matrix (what pruning shrinks).
 int64_t body_param_count(const model::ModelConfig& c);
 
+// Bytes a training step of `tokens` tokens keeps per model (f32): the activations backward needs,
+// per token and layer (the attention probabilities, which grow with sequence length, aside).
+int64_t activation_bytes_per_token(const model::ModelConfig& c);
+
 // A ragged batch of sequences for training: tokens concatenated, targets[t] the id to predict
 // at token t (-1: no loss there). Spans give each sequence's tokens.
 struct TokenBatch {
