@@ -255,7 +255,18 @@ void ConnectionFront::take_handoffs() {
 
 void ConnectionFront::make_room() {
   if (by_age_.empty()) return;
+  // A connection between requests (keep-alive idle, or lingering after an answer) loses nothing
+  // when closed, so the oldest of those goes first; only when there is none does the oldest
+  // connection still sending its request go. Without this a client that had just closed its
+  // keep-alive connection (the server not yet seeing the FIN) cost a new request its connection.
   Conn* oldest = conns_.at(by_age_.begin()->second).get();
+  for (const auto& [seq, fd] : by_age_) {
+    Conn* c = conns_.at(fd).get();
+    if (c->phase != Phase::Reading) {
+      oldest = c;
+      break;
+    }
+  }
   evicted_.fetch_add(1);
   if (oldest->phase == Phase::Reading && !oldest->buf.empty()) {
     const std::string body = error_body_(503, "Too many open connections; retry later.");
