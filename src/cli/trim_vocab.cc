@@ -101,7 +101,10 @@ int run_trim_vocab(const TrimVocabArgs& a) {
     for (int32_t id : read_extra(a.extra, tok.vocab())) extra.push_back(id);
 
   const std::vector<int32_t> kept = tokenizer::tokens_to_keep(tok, texts, extra);
-  const model::VocabTrimStats st = model::trim_model_vocab(in, kept, a.out);
+  const tokenizer::Vocab& vocab = tok.vocab();
+  const std::vector<std::string> merges = tokenizer::kept_merges(vocab.pieces, vocab.merges, kept);
+  const model::VocabTrimStats st = model::trim_model_vocab(
+      in, kept, a.out, vocab.kind == tokenizer::VocabKind::Bpe ? &merges : nullptr);
 
   // The property trimming promises, checked on what was written: every kept text has the same
   // pieces under the new vocabulary.
@@ -128,7 +131,8 @@ int run_trim_vocab(const TrimVocabArgs& a) {
 Runner add_trim_vocab(CLI::App& app) {
   auto a = std::make_shared<TrimVocabArgs>();
   app.add_option("input", a->in,
-                 "model: GGUF or Hugging Face folder (SentencePiece-style vocabulary)")
+                 "model: GGUF or Hugging Face folder (SentencePiece, byte-level BPE or WordPiece "
+                 "vocabulary)")
       ->required();
   app.add_option("-o,--output", a->out, "trimmed model GGUF")->required();
   app.add_option("--keep-from", a->keep_from,

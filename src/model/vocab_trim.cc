@@ -38,17 +38,18 @@ std::vector<int32_t> special_token_ids(const gguf::GgufFile& f) {
 }
 
 VocabTrimStats trim_model_vocab(const gguf::GgufFile& in, const std::vector<int32_t>& kept,
-                                const std::string& out_path) {
+                                const std::string& out_path,
+                                const std::vector<std::string>* merges) {
   const std::string& path = in.path();
   const gguf::Value* tokens = in.find("tokenizer.ggml.tokens");
   if (!tokens)
     throw FileError(path +
                     ": no vocabulary (tokenizer.ggml.tokens); trimming needs the model's "
                     "own tokenizer");
-  if (in.has("tokenizer.ggml.merges"))
+  if (in.has("tokenizer.ggml.merges") && !merges)
     throw FileError(path +
-                    ": byte-level BPE vocabulary (tokenizer.ggml.merges): trimming "
-                    "supports SentencePiece-style vocabularies only");
+                    ": byte-level BPE vocabulary (tokenizer.ggml.merges): trimming it needs the "
+                    "kept merges (tokenizer::kept_merges)");
   const auto n_vocab = int64_t(tokens->array_size);
   // A padded embedding (more rows than tokens) would leave rows that no longer match an id.
   if (const gguf::TensorInfo* e = in.find_tensor("token_embd.weight");
@@ -75,8 +76,12 @@ VocabTrimStats trim_model_vocab(const gguf::GgufFile& in, const std::vector<int3
   for (const std::string& key : in.keys()) {
     gguf::Value v = *in.find(key);
     if (key == kTrimSourceIdsKey) continue;  // rewritten below, composed with this trim
-    if (key.starts_with(kTokenizerPrefix) && v.type == gguf::ValueType::Array &&
-        v.array_size == uint64_t(n_vocab)) {
+    if (key == "tokenizer.ggml.merges" && merges) {
+      // Before the per-token arrays: a merges list may happen to hold n_vocab entries.
+      v.strings = *merges;
+      v.array_size = merges->size();
+    } else if (key.starts_with(kTokenizerPrefix) && v.type == gguf::ValueType::Array &&
+               v.array_size == uint64_t(n_vocab)) {
       // tokens, scores, token_type (and any other per-token array): the kept entries, in order.
       auto pick = [&](auto& a) {
         if (a.empty()) return;

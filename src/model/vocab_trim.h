@@ -29,10 +29,13 @@ struct VocabTrimStats {
 
 // Writes `in` with only the `kept` tokens (sorted, unique ids of its vocabulary) to out_path.
 // Rows are whole quantisation blocks in every weight type, so they are copied byte for byte.
-// Throws FileError "PATH: ..." when the file has no tokenizer.ggml.tokens, holds merges (byte-level
-// BPE), has a per-token tensor that is not one whole-block row per token, or a special token id
-// that is not kept; std::invalid_argument for kept ids that are not sorted, unique and in range.
+// A byte-level BPE file's tokenizer.ggml.merges is replaced by `merges` (the kept pieces' merges,
+// tokenizer::kept_merges). Throws FileError "PATH: ..." when the file has no
+// tokenizer.ggml.tokens, holds merges but `merges` is null, has a per-token tensor that is not one
+// whole-block row per token, or a special token id that is not kept; std::invalid_argument for kept
+// ids that are not sorted, unique and in range.
 VocabTrimStats trim_model_vocab(const gguf::GgufFile& in, const std::vector<int32_t>& kept,
-                                const std::string& out_path);
+                                const std::string& out_path,
+                                const std::vector<std::string>* merges = nullptr);
 
 }  // namespace shrike::model

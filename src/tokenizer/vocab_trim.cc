@@ -6,7 +6,9 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "tokenizer/bpe.h"
 #include "tokenizer/spm.h"
+#include "tokenizer/unicode.h"
 
 namespace shrike::tokenizer {
 namespace {
@@ -52,6 +54,69 @@ void merge_products(const Vocab& v, const PieceIds& ids, int32_t id, std::vector
   }
 }
 
+// Byte-level BPE pieces by text, as BpeModel indexes them (first id wins).
+PieceIds bpe_pieces(const Vocab& v) {
+  PieceIds ids;
+  for (size_t id = 0; id < v.pieces.size(); ++id)
+    if (v.types[id] == TokenType::Normal || v.types[id] == TokenType::Unused ||
+        v.types[id] == TokenType::Byte)
+      ids.emplace(v.pieces[id], int32_t(id));
+  return ids;
+}
+
+// "left right" -> rank (the first of a repeated pair wins, as in BpeModel).
+std::unordered_map<std::string, int32_t> merge_ranks(const Vocab& v) {
+  std::unordered_map<std::string, int32_t> ranks;
+  ranks.reserve(v.merges.size());
+  for (size_t i = 0; i < v.merges.size(); ++i) ranks.emplace(v.merges[i], int32_t(i));
+  return ranks;
+}
+
+// BpeModel::encode_word's merge loop on a word that is exactly the piece's bytes, quadratic
+// (pieces are short): each step merges the adjacent pair of lowest rank, leftmost on ties. Within
+// any word where `id` comes out as one token, the merges inside its span are these, in this order
+// (a merge across the span's edge would have joined it to a neighbour), so every product is one a
+// kept text needs.
+void bpe_merge_products(const Vocab& v, const PieceIds& ids,
+                        const std::unordered_map<std::string, int32_t>& ranks, int32_t id,
+                        std::vector<int32_t>& out) {
+  const std::string_view s = v.pieces[size_t(id)];
+  std::vector<uint32_t> cps, offs;
+  unicode::decode_utf8(s, cps, offs);
+  std::vector<std::string_view> sym;
+  for (size_t i = 0; i < cps.size(); ++i) sym.push_back(s.substr(offs[i], offs[i + 1] - offs[i]));
+  std::string pair;
+  while (sym.size() > 1) {
+    int32_t best_rank = -1;
+    size_t best = 0;
+    for (size_t i = 0; i + 1 < sym.size(); ++i) {
+      pair.assign(sym[i]).append(" ").append(sym[i + 1]);
+      const auto it = ranks.find(pair);
+      if (it == ranks.end()) continue;
+      if (best_rank < 0 || it->second < best_rank) {
+        best_rank = it->second;
+        best = i;
+      }
+    }
+    if (best_rank < 0) return;  // not reachable by merges from its bytes
+    const std::string_view joined(sym[best].data(), sym[best].size() + sym[best + 1].size());
+    const auto it = ids.find(joined);
+    if (it == ids.end()) return;  // a merge whose result is no piece (vocab_from_gguf refuses)
+    out.push_back(it->second);
+    sym[best] = joined;
+    sym.erase(sym.begin() + int64_t(best) + 1);
+  }
+}
+
+// Code points of a WordPiece piece without its word-initial marker.
+size_t wpm_piece_chars(std::string_view piece) {
+  static constexpr std::string_view kMarker = "\u2581";
+  if (piece.starts_with(kMarker)) piece.remove_prefix(kMarker.size());
+  std::vector<uint32_t> cps, offs;
+  unicode::decode_utf8(piece, cps, offs);
+  return cps.size();
+}
+
 }  // namespace
 
 std::vector<int32_t> spm_merge_products(const Vocab& v, int32_t id) {
@@ -66,11 +131,6 @@ std::vector<int32_t> spm_merge_products(const Vocab& v, int32_t id) {
 std::vector<int32_t> tokens_to_keep(const Tokenizer& tok, const std::vector<std::string>& texts,
                                     const std::vector<int32_t>& extra) {
   const Vocab& v = tok.vocab();
-  if (v.kind != VocabKind::Spm)
-    throw std::invalid_argument(
-        "vocabulary trimming supports SentencePiece-style vocabularies (tokenizer.ggml.model "
-        "'llama'); this one is byte-level BPE or WordPiece, whose merges or word pieces would "
-        "need trimming too");
   const int32_t n = v.size();
   std::vector<bool> keep(size_t(n), false);
   for (size_t id = 0; id < size_t(n); ++id) {
@@ -89,18 +149,67 @@ std::vector<int32_t> tokens_to_keep(const Tokenizer& tok, const std::vector<std:
   for (const std::string& text : texts)
     for (int32_t id : tok.encode(text, /*add_bos=*/false)) keep[size_t(id)] = true;
 
-  // Closure: the products of a kept piece's merges are pieces whose own merges are among
-  // those, so one pass over the pieces kept so far adds everything.
-  const PieceIds ids = mergeable_pieces(v);
   std::vector<int32_t> products;
-  for (int32_t id = 0; id < n; ++id)
-    if (keep[size_t(id)]) merge_products(v, ids, id, products);
+  switch (v.kind) {
+    case VocabKind::Spm: {
+      // Closure: the products of a kept piece's merges are pieces whose own merges are among
+      // those, so one pass over the pieces kept so far adds everything.
+      const PieceIds ids = mergeable_pieces(v);
+      for (int32_t id = 0; id < n; ++id)
+        if (keep[size_t(id)]) merge_products(v, ids, id, products);
+      break;
+    }
+    case VocabKind::Bpe: {
+      // The 256 single-byte pieces every word starts from (normal pieces here, not byte
+      // fallbacks): with them any text still encodes. Then the merge closure, as for SPM; the
+      // merges list itself is cut to the kept pieces' merges by subset_vocab/trim_model_vocab.
+      const PieceIds ids = bpe_pieces(v);
+      std::string c;
+      for (int b = 0; b < 256; ++b) {
+        c.clear();
+        unicode::append_utf8(byte_to_codepoint(uint8_t(b)), c);
+        if (const auto it = ids.find(c); it != ids.end()) keep[size_t(it->second)] = true;
+      }
+      const auto ranks = merge_ranks(v);
+      for (int32_t id = 0; id < n; ++id)
+        if (keep[size_t(id)] && ids.contains(v.pieces[size_t(id)]))
+          bpe_merge_products(v, ids, ranks, id, products);
+      break;
+    }
+    case VocabKind::Wpm:
+      // Greedy longest match: a kept text's pieces were the longest matches where they start,
+      // and dropping other pieces leaves them so. Single characters (initial and continuation)
+      // stay so that other words are still covered rather than becoming [UNK].
+      for (int32_t id = 0; id < n; ++id)
+        if (v.types[size_t(id)] == TokenType::Normal && wpm_piece_chars(v.pieces[size_t(id)]) == 1)
+          keep[size_t(id)] = true;
+      break;
+  }
   for (int32_t id : products) keep[size_t(id)] = true;
 
   std::vector<int32_t> kept;
   for (int32_t id = 0; id < n; ++id)
     if (keep[size_t(id)]) kept.push_back(id);
   return kept;
+}
+
+std::vector<std::string> kept_merges(const std::vector<std::string>& pieces,
+                                     const std::vector<std::string>& merges,
+                                     const std::vector<int32_t>& kept) {
+  std::unordered_map<std::string_view, bool> is_kept;
+  for (int32_t id : kept) is_kept.emplace(pieces.at(size_t(id)), true);
+  std::vector<std::string> out;
+  for (const std::string& m : merges) {
+    // "left right": the split is at the first space after the first character (a part is never
+    // empty; a space inside a piece is written as U+0120).
+    const size_t sp = m.find(' ', 1);
+    if (sp == std::string::npos) continue;
+    const std::string_view a = std::string_view(m).substr(0, sp),
+                           b = std::string_view(m).substr(sp + 1);
+    const std::string joined = std::string(a) + std::string(b);
+    if (is_kept.contains(a) && is_kept.contains(b) && is_kept.contains(joined)) out.push_back(m);
+  }
+  return out;
 }
 
 Vocab subset_vocab(const Vocab& v, const std::vector<int32_t>& kept) {
@@ -118,6 +227,7 @@ Vocab subset_vocab(const Vocab& v, const std::vector<int32_t>& kept) {
     out.scores.push_back(v.scores[size_t(id)]);
     out.types.push_back(v.types[size_t(id)]);
   }
+  out.merges = kept_merges(v.pieces, v.merges, kept);
   auto remap = [&](int32_t id) { return id >= 0 ? new_id[size_t(id)] : -1; };
   out.bos_id = remap(v.bos_id);
   out.eos_id = remap(v.eos_id);

@@ -23,18 +23,27 @@ std::vector<int32_t> spm_merge_products(const Vocab& v, int32_t id);
 //    added below anyway),
 //  - every id in `extra`,
 //  - every byte-fallback, control, unknown and user-defined token, and BOS/EOS/UNK/PAD,
-//  - the merge closure: every intermediate product of the merges that build a kept piece.
+//  - SentencePiece and byte-level BPE: the merge closure, every intermediate product of the
+//    merges that build a kept piece; byte-level BPE also keeps its 256 single-byte pieces;
+//  - WordPiece: every single-character piece (word-initial and continuation).
 // With the closure, encoding only ever performs merges whose products are kept, so each kept
 // text encodes to the same pieces with the trimmed vocabulary (the candidate pairs of each step
-// are a subset of the full vocabulary's that still holds the best one); text outside `texts`
-// still round-trips through the byte pieces. Throws std::invalid_argument for a vocabulary other
-// than SentencePiece-style BPE (byte-level BPE would need its merges list trimmed too) or an
-// `extra` id outside the vocabulary.
+// are a subset of the full vocabulary's that still holds the best one); WordPiece's longest
+// match at each position is a kept piece already. Text outside `texts` still encodes: through
+// byte pieces (SentencePiece, byte-level BPE) or single characters (WordPiece). Throws
+// std::invalid_argument for an `extra` id outside the vocabulary.
 std::vector<int32_t> tokens_to_keep(const Tokenizer& tok, const std::vector<std::string>& texts,
                                     const std::vector<int32_t>& extra = {});
 
+// The merges ("left right", in rank order) whose two parts and result are all kept pieces: the
+// merges list of a trimmed byte-level BPE vocabulary, ranks in the same relative order.
+std::vector<std::string> kept_merges(const std::vector<std::string>& pieces,
+                                     const std::vector<std::string>& merges,
+                                     const std::vector<int32_t>& kept);
+
 // The vocabulary of the kept ids (sorted, unique, in range), in that order: pieces, scores and
-// types copied, special ids renumbered (-1 when the special is not kept), flags unchanged.
+// types copied, merges cut by kept_merges, special ids renumbered (-1 when the special is not
+// kept), flags unchanged.
 Vocab subset_vocab(const Vocab& v, const std::vector<int32_t>& kept);
 
 }  // namespace shrike::tokenizer

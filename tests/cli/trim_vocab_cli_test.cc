@@ -101,6 +101,35 @@ TEST_F(TrimVocabCli, KeepsTheCarriedTasksLabelsAndKeys) {
   EXPECT_EQ(task.get_string("shrike.task.instruction"), "intent+slots: ");
 }
 
+// A Qwen2-shaped model with a byte-level BPE vocabulary (synth's, with ranked merges): the
+// merges list is cut with the pieces, the kept texts tokenize as before (trim-vocab checks it on
+// the file it wrote), and unseen text still goes in and out through the single-byte pieces.
+TEST_F(TrimVocabCli, ByteLevelBpeKeepsTheMergesOfTheKeptPieces) {
+  ok("synth --arch qwen2 --dim 64 --layers 1 --heads 2 --kv-heads 1 --ffn 128 --vocab 5000 "
+     "--vocab-type qwen2 --tied --context 128 --type f32 -o " +
+     path("bpe.gguf"));
+  const CommandResult r =
+      ok("trim-vocab " + path("bpe.gguf") + " -o " + path("bpe_t.gguf") + " --keep-from " +
+         path("task.jsonl") + " --keep-from " + path("docs.jsonl"));
+  EXPECT_NE(r.err.find("5 texts tokenize as before"), std::string::npos) << r.err;
+  const gguf::GgufFile in = gguf::GgufFile::open(path("bpe.gguf"));
+  const gguf::GgufFile out = gguf::GgufFile::open(path("bpe_t.gguf"));
+  const auto tokens = out.get_string_array("tokenizer.ggml.tokens");
+  const auto merges = out.get_string_array("tokenizer.ggml.merges");
+  EXPECT_LT(tokens.size() * 4, in.get_string_array("tokenizer.ggml.tokens").size());
+  EXPECT_GT(merges.size(), 0u);
+  EXPECT_LT(merges.size() * 4, in.get_string_array("tokenizer.ggml.merges").size());
+  EXPECT_EQ(out.get_uint("qwen2.vocab_size"), tokens.size());
+  write(path("bpe_unseen.txt"), "Zebra 日本 🙂 where is SO999?");
+  write(path("bpe_ids.txt"),
+        ok("tokenize -m " + path("bpe_t.gguf") + " --text-file " + path("bpe_unseen.txt")).out);
+  EXPECT_EQ(
+      ok("tokenize -m " + path("bpe_t.gguf") + " --detokenize --text-file " + path("bpe_ids.txt"))
+          .out,
+      "Zebra 日本 🙂 where is SO999?");
+  ok("generate -m " + path("bpe_t.gguf") + " -p 'where is my order' -n 4");
+}
+
 TEST_F(TrimVocabCli, ErrorsNameTheFileAndWhatIsWrong) {
   fails("trim-vocab " + path("missing.gguf") + " -o " + path("o.gguf") + " --keep-from " +
             path("task.jsonl"),

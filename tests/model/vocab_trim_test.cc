@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -20,6 +21,7 @@
 #include "model/model.h"
 #include "model/synth.h"
 #include "shared_data.h"
+#include "tokenizer/bpe.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab_trim.h"
 
@@ -83,6 +85,86 @@ TEST(VocabTrim, KeptTextsTokenizeToTheSamePiecesAndOtherTextRoundTrips) {
   unseen.push_back("Zebras quantise Überraschungen; 日本語のテキスト 🙂 \t\n<0x41> <s>");
   for (const std::string& text : unseen)
     EXPECT_EQ(trimmed.decode(trimmed.encode(text, true)), text);
+}
+
+// The other vocabulary kinds, on real vocabularies: GPT-2's byte-level BPE (50,257 tokens, 50,000
+// ranked merges, cut with the pieces) and BERT's WordPiece (bge, lower-cased: pieces only).
+struct KindCase {
+  const char* file;
+  tokenizer::VocabKind kind;
+  bool round_trips;  // decode(encode(text)) == text for any text
+};
+
+class VocabTrimKinds : public ::testing::TestWithParam<KindCase> {};
+
+TEST_P(VocabTrimKinds, KeptTextsTokenizeToTheSamePiecesAndOtherTextStillEncodes) {
+  const KindCase c = GetParam();
+  SHRIKE_REQUIRE_SHARED(c.file);
+  const tokenizer::Tokenizer full(
+      tokenizer::vocab_from_gguf(gguf::GgufFile::open(testing::shared_dir() + "/" + c.file)));
+  ASSERT_EQ(full.vocab().kind, c.kind);
+  const auto data = small_dataset();
+  const std::vector<std::string> texts = task_texts(data.train);
+  const std::vector<int32_t> kept = tokenizer::tokens_to_keep(full, texts);
+  const tokenizer::Vocab small = tokenizer::subset_vocab(full.vocab(), kept);
+  const tokenizer::Tokenizer trimmed(small);
+  std::printf("%s: %d -> %d tokens, %zu -> %zu merges\n", c.file, full.n_vocab(), trimmed.n_vocab(),
+              full.vocab().merges.size(), small.merges.size());
+  EXPECT_LT(trimmed.n_vocab() * 10, full.n_vocab());
+  if (c.kind == tokenizer::VocabKind::Bpe) {
+    EXPECT_LT(small.merges.size() * 10, full.vocab().merges.size());
+    EXPECT_GT(small.merges.size(), 0u);
+  }
+  for (const std::string& text : texts) {
+    ASSERT_EQ(pieces(trimmed, text), pieces(full, text)) << text;
+    if (c.round_trips) EXPECT_EQ(trimmed.decode(trimmed.encode(text, false)), text);
+  }
+  std::vector<std::string> unseen = task_texts(data.test);
+  unseen.push_back("Zebras quantise Überraschungen; 日本語のテキスト 🙂 \t\n");
+  for (const std::string& text : unseen) {
+    const std::vector<int32_t> ids = trimmed.encode(text, false);
+    if (c.round_trips)
+      EXPECT_EQ(trimmed.decode(ids), text);
+    else
+      EXPECT_FALSE(ids.empty()) << text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, VocabTrimKinds,
+                         ::testing::Values(KindCase{"reference/tokenizers/ggml-vocab-gpt-2.gguf",
+                                                    tokenizer::VocabKind::Bpe, true},
+                                           KindCase{"reference/tokenizers/ggml-vocab-bert-bge.gguf",
+                                                    tokenizer::VocabKind::Wpm, false}),
+                         [](const ::testing::TestParamInfo<KindCase>& i) {
+                           return i.param.kind == tokenizer::VocabKind::Bpe
+                                      ? std::string("ByteLevelBpe")
+                                      : std::string("WordPiece");
+                         });
+
+// Byte-level BPE needs the closure too: with only the texts' own tokens (and the single bytes)
+// the merges that built them lose an intermediate product and some texts change.
+TEST(VocabTrim, ByteLevelBpeWithoutTheMergeClosureKeptTextsChange) {
+  const char* const kGpt2 = "reference/tokenizers/ggml-vocab-gpt-2.gguf";
+  SHRIKE_REQUIRE_SHARED(kGpt2);
+  const tokenizer::Tokenizer full(
+      tokenizer::vocab_from_gguf(gguf::GgufFile::open(testing::shared_dir() + "/" + kGpt2)));
+  const std::vector<std::string> texts = task_texts(small_dataset().train);
+  const std::vector<int32_t> with_closure = tokenizer::tokens_to_keep(full, texts);
+  std::vector<bool> keep(size_t(full.n_vocab()));
+  for (const std::string& text : texts)
+    for (int32_t id : full.encode(text, false)) keep[size_t(id)] = true;
+  for (int32_t id : with_closure)  // the single bytes and specials, not the merge products
+    if (tokenizer::BpeModel::piece_bytes(full.vocab().pieces[size_t(id)]).size() == 1 ||
+        full.vocab().types[size_t(id)] != tokenizer::TokenType::Normal)
+      keep[size_t(id)] = true;
+  std::vector<int32_t> no_closure;
+  for (int32_t id = 0; id < full.n_vocab(); ++id)
+    if (keep[size_t(id)]) no_closure.push_back(id);
+  EXPECT_GT(with_closure.size(), no_closure.size());
+  const tokenizer::Tokenizer trimmed(tokenizer::subset_vocab(full.vocab(), no_closure));
+  int64_t changed = 0;
+  for (const std::string& text : texts) changed += pieces(trimmed, text) != pieces(full, text);
+  EXPECT_GT(changed, 0);
 }
 
 // Without the intermediate merge products some kept texts change: the closure is necessary,
