@@ -20,6 +20,7 @@ Runner add_serve(CLI::App& app);
 Runner add_data(CLI::App& app);         // data.cc: the `data` group
 Runner add_data_gen(CLI::App& app);     // data_gen.cc
 Runner add_data_import(CLI::App& app);  // data_import.cc
+Runner add_data_split(CLI::App& app);   // data_split.cc
 Runner add_tokenizer(CLI::App& app);    // tokenizer_train.cc: `tokenizer train`
 Runner add_train(CLI::App& app);        // train.cc
 Runner add_eval(CLI::App& app);         // eval.cc

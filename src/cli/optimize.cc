@@ -1,5 +1,6 @@
-// `shrike optimize --data DIR [--teacher T.gguf] -o OUT`: the staged report (src/optimize). This
-// file maps options and prints progress and the stage table; the work is src/optimize/pipeline.
+// `shrike optimize --data FILE|DIR [--teacher T.gguf] -o OUT`: the staged report (src/optimize).
+// This file maps options and prints progress and the stage table; the work is
+// src/optimize/pipeline.
 
 #include <cstdio>
 #include <filesystem>
@@ -45,7 +46,10 @@ Runner add_optimize(CLI::App& app, int argc, char** argv) {
       "GPTQ, noisy calibration) and int8-mixed KV; 2 + pruning and distillation; 3 + speculative "
       "decoding (prompt lookup); 4 + continuous batching, paged KV, prefix cache; 5 + the task's "
       "output schema with jump-forward. Models are cached in OUT.");
-  app.add_option("--data", o->data_dir, "task data: train, dev, test, test_noisy .jsonl")
+  app.add_option("--data", o->data_dir,
+                 "labelled utterances: a .jsonl or .csv file, a folder of them (split here: "
+                 "train/dev/test, test_noisy and calibration from your own texts), or a folder "
+                 "with train, dev and test .jsonl (test_noisy too, or it is derived)")
       ->required();
   app.add_option("--teacher", o->teacher, "teacher GGUF (default: trained here from --data)");
   app.add_option("-o,--out", o->out_dir, "output folder: models, logs, report")->required();
@@ -59,7 +63,8 @@ Runner add_optimize(CLI::App& app, int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   app.add_option("--calib", o->calib,
-                 "noisy calibration examples (default: the built-in generator's, all noisy)");
+                 "calibration examples (default: the data's train and dev utterances through "
+                 "the noise pass; 'builtin': the built-in generator's, all noisy)");
   app.add_option("--prune-heads", o->prune_heads, "fraction of KV groups pruned")
       ->check(CLI::Range(0.0, 0.95))
       ->capture_default_str();

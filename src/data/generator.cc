@@ -628,6 +628,31 @@ void unpack(const std::vector<Drawn>& drawn, std::vector<Example>& examples,
 
 }  // namespace
 
+Example noisy_copy(const Example& ex, Rng& rng) {
+  Drawn d;
+  d.example = ex;
+  bool han = ex.lang == "zh";
+  for (size_t i = 0; !han && i < ex.text.size(); ++i) han = is_han(ex.text, i);
+  d.lang = han ? Lang::zh : Lang::en;
+  // The text as literal pieces around its slot values (first occurrence of each, left to right;
+  // a value inside another value's span is left to that one).
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (const auto& [name, value] : ex.slots)
+    if (const size_t at = ex.text.find(value); !value.empty() && at != std::string::npos)
+      spans.emplace_back(at, at + value.size());
+  std::sort(spans.begin(), spans.end());
+  size_t pos = 0;
+  for (const auto& [b, e] : spans) {
+    if (b < pos) continue;  // overlaps the previous value
+    if (b > pos) d.pieces.push_back({ex.text.substr(pos, b - pos), false});
+    d.pieces.push_back({ex.text.substr(b, e - b), true});
+    pos = e;
+  }
+  if (pos < ex.text.size()) d.pieces.push_back({ex.text.substr(pos), false});
+  add_noise(d, rng);
+  return d.example;
+}
+
 GeneratedData generate_dataset(const GeneratorOptions& options) {
   const std::vector<Lang> langs = parse_langs(options.langs);
   if (options.n_train < 1 || options.n_train > kMaxTrain)

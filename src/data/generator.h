@@ -45,6 +45,13 @@ struct GeneratedData {
 // language, n_train < 1 or absurdly large, noise outside [0, 1]). Same options, same bytes.
 GeneratedData generate_dataset(const GeneratorOptions& options);
 
+// The generator's noise pass (typos, txt-speak, case and punctuation for English; filler
+// particles, dropped or repeated characters, homophones, full/half width for Chinese) on any
+// labelled utterance, e.g. a user's own: slot values stay verbatim (the pass edits only the text
+// around them), so the labels still hold. Chinese when lang is "zh" or the text has a CJK
+// ideograph. One to three edits; the result may equal the input when none applies.
+Example noisy_copy(const Example& ex, Rng& rng);
+
 // Creates dir (and parents) if needed and writes train.jsonl, dev.jsonl, test.jsonl and
 // test_noisy.jsonl. Throws FileError when a file cannot be written.
 void write_dataset(const GeneratedData& data, const std::string& dir);

@@ -208,10 +208,15 @@ class CsvTable {
   }
 
   size_t column(const std::string& name) const {
+    if (const size_t c = find_column(name); c != npos) return c;
+    throw FileError(at(path_, rows_[0].line) + "the header has no column \"" + name + "\"");
+  }
+  static constexpr size_t npos = size_t(-1);
+  size_t find_column(const std::string& name) const {  // npos when absent
     const auto& header = rows_[0].fields;
     for (size_t c = 0; c < header.size(); ++c)
       if (trim(header[c]) == name) return c;
-    throw FileError(at(path_, rows_[0].line) + "the header has no column \"" + name + "\"");
+    return npos;
   }
 
   size_t n_rows() const { return rows_.size() - 1; }
@@ -242,6 +247,44 @@ std::vector<Example> import_labelled_csv(const std::string& path, const char* te
         make_example(table.field(r, text_col), table.field(r, label_col), table.where(r)));
   return out;
 }
+
+}  // namespace
+
+std::vector<Example> read_labelled_csv(const std::string& path) {
+  const CsvTable table(path);
+  const size_t text_col = table.column("text"), intent_col = table.column("intent");
+  const size_t slots_col = table.find_column("slots"), lang_col = table.find_column("lang");
+  std::vector<Example> out;
+  for (size_t r = 0; r < table.n_rows(); ++r) {
+    const std::string where = table.where(r);
+    Example ex = make_example(table.field(r, text_col), table.field(r, intent_col), where);
+    ex.lang = lang_col == CsvTable::npos ? "" : std::string(trim(table.field(r, lang_col)));
+    const std::string_view slots =
+        slots_col == CsvTable::npos ? std::string_view() : trim(table.field(r, slots_col));
+    if (!slots.empty()) {
+      const nlohmann::json j = nlohmann::json::parse(slots, nullptr, false);
+      if (!j.is_object())
+        throw FileError(where +
+                        "\"slots\" must be a JSON object of strings, e.g. "
+                        "{\"\"order_id\"\": \"\"A12\"\"} (quotes doubled inside a CSV field)");
+      for (const auto& [name, value] : j.items()) {
+        if (!value.is_string())
+          throw FileError(where + "slot \"" + name + "\" must have a string value");
+        const std::string v(trim(value.get<std::string>()));
+        if (v.empty()) continue;
+        if (ex.text.find(v) == std::string::npos)
+          throw FileError(where + "slot \"" + name + "\" value \"" + v +
+                          "\" does not occur in the text");
+        ex.slots[name] = v;
+      }
+    }
+    out.push_back(std::move(ex));
+  }
+  if (out.empty()) throw FileError(path + ": no rows after the header");
+  return out;
+}
+
+namespace {
 
 int64_t parse_offset(const std::string& s, const std::string& where, const char* what) {
   const std::string_view v = trim(s);

@@ -47,4 +47,11 @@ const char* dataset_format_name(DatasetFormat format);
 std::vector<Example> import_dataset(DatasetFormat format, const std::string& path,
                                     std::string_view split = {});
 
+// A user's own labelled utterances as CSV with a header row: "text" and "intent" columns
+// (required), "slots" (optional: a JSON object of slot name -> value, each value a substring of
+// the text; empty for none) and "lang" (optional); other columns are ignored. Throws FileError
+// "PATH:LINE: ..." for a missing column, an empty text or label, malformed slots or a slot value
+// that is not in its text.
+std::vector<Example> read_labelled_csv(const std::string& path);
+
 }  // namespace shrike::data

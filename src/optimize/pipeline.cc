@@ -16,6 +16,7 @@
 #include "core/file_buffer.h"
 #include "data/example.h"
 #include "data/task_format.h"
+#include "data/user_data.h"
 #include "gguf/gguf.h"
 #include "optimize/artefact_cache.h"
 #include "optimize/measure.h"
@@ -132,16 +133,21 @@ std::string kv_type_of(const Stage& s) {
 
 }  // namespace
 
-void check_data_dir(const std::string& dir) {
-  if (!fs::is_directory(dir)) throw FileError(dir + ": not a directory (--data)");
-  for (const char* split : {"train", "dev", "test", "test_noisy"}) {
-    const std::string path = dir + "/" + split + ".jsonl";
-    if (!fs::exists(path))
-      throw FileError(path +
-                      ": missing (--data needs train, dev, test and test_noisy .jsonl, as "
-                      "`shrike data gen` writes)");
-    if (data::read_examples(path).empty()) throw FileError(path + ": no examples");
-  }
+data::UserSplits prepare_data(const std::string& input, const std::string& dir) {
+  const data::SplitOptions split;  // the defaults `shrike data split` uses
+  data::UserSplits s;
+  if (!data::read_presplit(input, split, s))
+    s = data::split_examples(data::read_labelled(input), split);
+  if (s.test.empty())
+    throw FileError(input +
+                    ": no test examples after splitting (an intent needs at least 3 distinct "
+                    "texts before any is held out; or give a folder with train, dev and test "
+                    ".jsonl)");
+  if (s.train.empty()) throw FileError(input + ": no training examples after splitting");
+  // Written every run, byte for byte the same for the same input, so the artefact cache (which
+  // hashes contents) keeps every model built from them.
+  data::write_user_splits(s, dir);
+  return s;
 }
 
 void check_teacher(const std::string& path) {
@@ -154,15 +160,21 @@ void check_teacher(const std::string& path) {
 }
 
 Report run_optimize(const OptimizeOptions& o) {
-  check_data_dir(o.data_dir);
   if (!o.teacher.empty()) check_teacher(o.teacher);
-  if (!o.calib.empty() && data::read_examples(o.calib).empty())
+  if (!o.calib.empty() && o.calib != kBuiltinCalib && data::read_examples(o.calib).empty())
     throw FileError(o.calib + ": no examples (--calib)");
+  // The user's utterances as the splits every step reads (OUT/data): split here when given as
+  // one file or a folder of files; test_noisy and calib derived from their own texts.
+  const std::string d = o.out_dir + "/data", out = o.out_dir;
+  const data::UserSplits splits = prepare_data(o.data_dir, d);
   fs::create_directories(o.out_dir + "/logs");
   fs::create_directories(o.out_dir + "/measure");
   fs::create_directories(o.out_dir + "/eval");
   Run run{o, ArtefactCache(o.out_dir + "/manifest.json"), o.out_dir + "/logs"};
-  const std::string d = o.data_dir, out = o.out_dir;
+  run.say("data: " + o.data_dir + " -> train " + std::to_string(splits.train.size()) + ", dev " +
+          std::to_string(splits.dev.size()) + ", test " + std::to_string(splits.test.size()) +
+          ", test_noisy " + std::to_string(splits.test_noisy.size()) + ", calib " +
+          std::to_string(splits.calib.size()) + " (noisy train + dev) in " + d);
 
   Report report;
   report.command = o.command;
@@ -202,10 +214,13 @@ Report run_optimize(const OptimizeOptions& o) {
   } else {
     report.teacher_origin = "given: " + teacher;
   }
-  std::string calib = o.calib;
-  if (calib.empty()) {
-    // Noisy traffic for calibration: the generator's dev split with every example noisy (no
-    // test template), as scripts/quant_calibration.sh makes it.
+  // Calibration traffic: the user's own train and dev utterances through the noise pass (the
+  // seed's first pitfall is calibrating on clean text that traffic does not look like), unless
+  // --calib names a file or asks for the built-in generator's.
+  std::string calib = o.calib.empty() ? d + "/calib.jsonl" : o.calib;
+  if (o.calib == kBuiltinCalib) {
+    // The generator's dev split with every example noisy (no test template), as
+    // scripts/quant_calibration.sh makes it.
     calib = out + "/calib_noisy/dev.jsonl";
     run.build("noisy calibration set", calib,
               run.cmd({"data", "gen", "--noise", "1", "--n", "3000", "-o", out + "/calib_noisy"}),

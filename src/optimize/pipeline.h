@@ -8,18 +8,23 @@
 #include <string>
 #include <vector>
 
+#include "data/user_data.h"
 #include "optimize/report.h"
 
 namespace shrike::optimize {
 
+inline constexpr const char* kBuiltinCalib = "builtin";
+
 struct OptimizeOptions {
   std::string shrike_bin;  // the binary whose subcommands do the work
-  std::string data_dir, teacher, out_dir;
+  std::string data_dir;    // labelled utterances: a file, a folder of files, or train/dev/test
+  std::string teacher, out_dir;
   std::string command;  // the command line, for the report
   // Building the models.
   std::string preset = "small";  // teacher trained when none is given
   int epochs = 4, distill_epochs = 2;
-  std::string calib;  // noisy calibration set; default: the built-in generator's, all noisy
+  std::string calib;  // noisy calibration set; default: the data's train + dev, noisy;
+                      // kBuiltinCalib: the built-in generator's
   int calib_limit = 256;
   double prune_heads = 0.5, prune_ffn = 0.5;
   int threads = 0;  // 0: each subcommand's default
@@ -40,16 +45,17 @@ struct OptimizeOptions {
   std::function<void(const std::string&)> progress;  // one line per step
 };
 
-// Checks DIR and the teacher, then runs. Throws FileError naming a bad input, runtime_error
+// Checks the data and the teacher, then runs. Throws FileError naming a bad input, runtime_error
 // naming a failed step and its log (OUT/logs/).
 Report run_optimize(const OptimizeOptions& options);
 
 // Writes report.md, report.json and the plots into dir.
 void write_report(const Report& report, const std::string& dir);
 
-// Throws FileError naming what is wrong with DIR: a missing or empty split, a line that is not an
-// example (via data::read_examples).
-void check_data_dir(const std::string& dir);
+// The splits of the user's data (`input`: see data::read_labelled and data::read_presplit),
+// written into dir as train, dev, test, test_noisy and calib .jsonl. Throws FileError naming a
+// bad file or line, or an input too small to hold out any test example.
+data::UserSplits prepare_data(const std::string& input, const std::string& dir);
 // Throws FileError when the teacher is missing or not a GGUF file.
 void check_teacher(const std::string& path);
 

@@ -128,9 +128,20 @@ TEST_F(OptimizeCli, MeasuresEveryAvailableStageAndCachesModels) {
 TEST_F(OptimizeCli, BadInputsNameWhatIsWrong) {
   fs::create_directories(path("data"));
   std::ofstream(path("data/train.jsonl")) << "{\"text\":\"hi\",\"intent\":\"greet\"}\n";
+  // A folder without dev and test is a folder of utterances to split: one is too few.
   CommandResult r = run_shrike("optimize --data " + path("data") + " -o " + path("out"));
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("dev.jsonl: missing"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no test examples after splitting"), std::string::npos) << r.err;
+  r = run_shrike("optimize --data " + path("nothing_here") + " -o " + path("out"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nothing_here: cannot open"), std::string::npos) << r.err;
+  std::ofstream(path("bad.csv"))
+      << "text,intent,slots\nhello there,greet,\"{\"\"name\"\": \"\"Bo\"\"}\"\n";
+  r = run_shrike("optimize --data " + path("bad.csv") + " -o " + path("out"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad.csv:2: slot \"name\" value \"Bo\" does not occur in the text"),
+            std::string::npos)
+      << r.err;
   for (const char* s : {"dev", "test", "test_noisy"})
     std::ofstream(path("data/") + s + ".jsonl") << "{\"text\":\"hi\",\"intent\":\"greet\"}\n";
   std::ofstream(path("notgguf.gguf")) << "hello";
