@@ -19,7 +19,7 @@ namespace shrike::cli {
 namespace {
 
 struct TrainArgs {
-  std::string data, dev, preset = "base", tokenizer, out;
+  std::string data, dev, preset = "base", arch = "llama", tokenizer, out;
   int32_t vocab_size = 4096;
   train::TrainOptions opt;
   int threads = 0;
@@ -54,6 +54,7 @@ int run_train(TrainArgs a) {
     model::ModelConfig c = train::preset_config(a.preset, vocab.size());
     if (a.context > 0) c.context_length = a.context;
     train::apply_shape(c, a.shape);
+    train::apply_architecture(c, a.arch);
     c.bos_id = vocab.bos_id;
     c.eos_id = vocab.eos_id;
     model = std::make_unique<train::Transformer<float>>(c);
@@ -62,14 +63,15 @@ int run_train(TrainArgs a) {
   const tokenizer::Tokenizer tok(vocab);
   const model::ModelConfig& c = model->config();
   const int64_t params = train::param_count(model->layout());
-  std::fprintf(stderr,
-               "train: preset %s: dim %lld, %lld layers, %lld heads (%lld kv) of %lld, ffn %lld, "
-               "vocab %lld; %.2fM parameters (%.2fM outside the embeddings); %zu examples, "
-               "%d threads\n",
-               a.preset.c_str(), (long long)c.dim, (long long)c.n_layers, (long long)c.n_heads,
-               (long long)c.n_kv_heads, (long long)c.head_dim, (long long)c.ffn_dim,
-               (long long)c.vocab_size, double(params) / 1e6,
-               double(train::body_param_count(c)) / 1e6, train_set.size(), pool.size());
+  std::fprintf(
+      stderr,
+      "train: preset %s (%s): dim %lld, %lld layers, %lld heads (%lld kv) of %lld, ffn %lld, "
+      "vocab %lld; %.2fM parameters (%.2fM outside the embeddings); %zu examples, "
+      "%d threads\n",
+      a.preset.c_str(), c.architecture.c_str(), (long long)c.dim, (long long)c.n_layers,
+      (long long)c.n_heads, (long long)c.n_kv_heads, (long long)c.head_dim, (long long)c.ffn_dim,
+      (long long)c.vocab_size, double(params) / 1e6, double(train::body_param_count(c)) / 1e6,
+      train_set.size(), pool.size());
   train::train_task(*model, tok, train_set, dev_set, a.opt, state, pool,
                     [](const train::EpochReport& r) {
                       std::fprintf(stderr, "%s\n", train::describe(r).c_str());
@@ -90,6 +92,11 @@ Runner add_train(CLI::App& app) {
   app.add_option("--preset", a->preset,
                  "model size (draft: a speculative-decoding draft; pass the target's --tokenizer)")
       ->check(CLI::IsMember({"tiny", "small", "base", "draft"}));
+  app.add_option("--arch", a->arch,
+                 "architecture: llama, or qwen2 (q/k/v biases, NeoX rotary, RoPE base 1e6, tied "
+                 "output)")
+      ->check(CLI::IsMember({"llama", "qwen2"}))
+      ->capture_default_str();
   app.add_option("--dim", a->shape.dim, "override the preset's width")
       ->check(CLI::Range(8, 1 << 16));
   app.add_option("--layers", a->shape.layers, "override the preset's layer count")

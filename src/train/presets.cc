@@ -25,6 +25,18 @@ model::ModelConfig preset_config(const std::string& preset, int64_t vocab_size) 
   return c;
 }
 
+void apply_architecture(model::ModelConfig& c, const std::string& arch) {
+  if (arch == "llama") return;
+  if (arch != "qwen2")
+    throw std::invalid_argument("unknown architecture '" + arch + "' (llama, qwen2)");
+  c.architecture = "qwen2";
+  c.qkv_bias = true;
+  c.rope_layout = kernels::RopeLayout::NeoX;
+  c.rope_theta = 1e6f;
+  c.tied_output = true;
+  c.validate();
+}
+
 void apply_shape(model::ModelConfig& c, const ShapeOverrides& o) {
   if (o.dim > 0) c.dim = o.dim;
   if (o.layers > 0) c.n_layers = o.layers;

@@ -17,6 +17,12 @@ namespace shrike::train {
 model::ModelConfig preset_config(const std::string& preset, int64_t vocab_size);
 
 // Changes to a preset's shape (0: the preset's value). Head size follows as dim / heads.
+// The architecture of a model trained from scratch: "llama" (the default: adjacent rotary pairs,
+// untied output) or "qwen2" (Qwen2/Qwen2.5 as Hugging Face defines them: q/k/v biases, NeoX
+// rotary halves, RoPE base 1e6, output tied to the embedding), so a from-scratch teacher can have
+// the architecture a user's checkpoint has. Throws std::invalid_argument for another name.
+void apply_architecture(model::ModelConfig& c, const std::string& arch);
+
 struct ShapeOverrides {
   int64_t dim = 0, layers = 0, heads = 0, kv_heads = 0, ffn = 0;
 };

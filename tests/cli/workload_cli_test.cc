@@ -141,6 +141,32 @@ std::string file_bytes(const std::string& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// A from-scratch teacher with a user checkpoint's architecture: --arch qwen2 trains and writes a
+// Qwen2 GGUF (q/k/v biases, tied output, RoPE base 1e6) that the engine serves and the training
+// layer reads back as what it wrote.
+TEST_F(WorkloadCli, TrainsAQwen2ArchitectureTeacher) {
+  ok("data gen --n 120 --seed 6 -o " + path("qdata"));
+  const CommandResult tr =
+      ok("train --arch qwen2 --data " + path("qdata/train.jsonl") +
+         " --preset tiny --epochs 1 --vocab-size 600 --no-progress -o " + path("q.gguf"));
+  EXPECT_NE(tr.err.find("preset tiny (qwen2)"), std::string::npos) << tr.err;
+  ok("generate -m " + path("q.gguf") + " -p 'intent+slots: hi' -n 4");
+  std::ifstream in(path("q.gguf"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(bytes.find("qwen2.rope.freq_base"), std::string::npos);
+  EXPECT_NE(bytes.find("blk.0.attn_q.bias"), std::string::npos);
+  // Tied to token_embd: no tensor named "output.weight" (GGUF strings are u64 length + bytes;
+  // blk.N.attn_output.weight ends the same way).
+  EXPECT_EQ(bytes.find(std::string("\x0d\0\0\0\0\0\0\0output.weight", 21)), std::string::npos);
+  // And pruning reads it back as a trainable Qwen2 model.
+  ok("prune " + path("q.gguf") + " --heads 0 --ffn 0.5 --calib " + path("qdata/dev.jsonl") +
+     " -o " + path("qp.gguf"));
+  const CommandResult bad = run_shrike("train --arch gpt2 --data " + path("qdata/train.jsonl") +
+                                       " --preset tiny -o " + path("x.gguf"));
+  EXPECT_NE(bad.exit_code, 0);  // a usage error
+  EXPECT_NE(bad.err.find("--arch"), std::string::npos) << bad.err;
+}
+
 // A draft for a model without task data (issue 16: stories260K): distilled on the teacher's own
 // samples, byte-identical for a seed, accepted by generate --draft with plain greedy's output.
 TEST_F(WorkloadCli, DraftDistilledOnTeacherSamples) {
