@@ -28,6 +28,7 @@ Runner add_prune(CLI::App& app);        // prune.cc
 Runner add_distill(CLI::App& app);      // distill.cc
 Runner add_quantize(CLI::App& app);     // quantize.cc
 Runner add_trim_vocab(CLI::App& app);   // trim_vocab.cc
+Runner add_task(CLI::App& app);         // task.cc: `task show|set`
 Runner add_max_rate(CLI::App& app);     // max_rate.cc
 Runner add_soak(CLI::App& app);         // soak.cc
 // optimize.cc; argv is recorded in the report as the command that produced it

@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
       shrike::cli::add_quantize);
   add("trim-vocab", "keep only the tokens a task uses: a smaller vocabulary, same text in and out",
       shrike::cli::add_trim_vocab);
+  add("task", "show or attach the intent/slot task a model carries (labels, slot names, prompt)",
+      shrike::cli::add_task);
   add("loadtest", "measure an OpenAI-compatible server under load", shrike::cli::add_loadtest);
   add("max-rate",
       "the highest bursty arrival rate a server sustains within a latency budget (as optimize "

@@ -15,6 +15,7 @@
 
 #include "core/file_buffer.h"
 #include "data/example.h"
+#include "data/task_definition.h"
 #include "data/task_format.h"
 #include "data/user_data.h"
 #include "gguf/gguf.h"
@@ -151,6 +152,14 @@ data::UserSplits prepare_data(const std::string& input, const std::string& dir) 
 }
 
 void check_teacher(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    if (!fs::exists(fs::path(path) / "config.json", ec))
+      throw FileError(path +
+                      ": a folder without config.json (--teacher: a GGUF file or a Hugging "
+                      "Face model folder)");
+    return;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path + ": cannot read (--teacher)");
   char magic[4] = {};
@@ -158,6 +167,19 @@ void check_teacher(const std::string& path) {
   if (in.gcount() != 4 || std::memcmp(magic, "GGUF", 4) != 0)
     throw FileError(path + ": not a GGUF file (--teacher)");
 }
+
+namespace {
+
+// The regular files of a folder, sorted: what a Hugging Face teacher's cache key hashes.
+std::vector<std::string> folder_files(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
 
 Report run_optimize(const OptimizeOptions& o) {
   if (!o.teacher.empty()) check_teacher(o.teacher);
@@ -213,6 +235,23 @@ Report run_optimize(const OptimizeOptions& o) {
                             " epochs on " + d + "/train.jsonl";
   } else {
     report.teacher_origin = "given: " + teacher;
+    // A teacher trained elsewhere may come as a Hugging Face folder and without shrike's task
+    // keys: one `shrike task set` makes it a GGUF that carries the data's labels and slot names
+    // (serve's /v1/intent and constrained answers, eval's task schema need them).
+    const bool folder = fs::is_directory(teacher);
+    if (folder || !data::task_from_gguf(gguf::GgufFile::open(teacher))) {
+      const std::string attached = out + "/teacher.gguf";
+      std::vector<std::string> inputs = folder ? folder_files(teacher) : std::vector{teacher};
+      for (const char* split : {"train", "dev", "test"})
+        inputs.push_back(d + "/" + split + ".jsonl");
+      run.build("teacher (the data's task attached" +
+                    std::string(folder ? ", converted from the Hugging Face folder)" : ")"),
+                attached, run.cmd({"task", "set", teacher, "--data", d, "-o", attached}), inputs,
+                kBuildTimeout);
+      report.teacher_origin += folder ? " (Hugging Face folder; converted, task attached)"
+                                      : " (task attached from the data)";
+      teacher = attached;
+    }
   }
   // Calibration traffic: the user's own train and dev utterances through the noise pass (the
   // seed's first pitfall is calibrating on clean text that traffic does not look like), unless

@@ -56,7 +56,8 @@ void write_report(const Report& report, const std::string& dir);
 // written into dir as train, dev, test, test_noisy and calib .jsonl. Throws FileError naming a
 // bad file or line, or an input too small to hold out any test example.
 data::UserSplits prepare_data(const std::string& input, const std::string& dir);
-// Throws FileError when the teacher is missing or not a GGUF file.
+// Throws FileError when the teacher is missing, or neither a GGUF file nor a folder with
+// config.json (a Hugging Face model).
 void check_teacher(const std::string& path);
 
 }  // namespace shrike::optimize

@@ -78,5 +78,38 @@ TEST_F(TaskMetadataCli, EvalWithTheTaskSchemaParsesEveryAnswer) {
   EXPECT_NE(r.err.find("carries no task definition"), std::string::npos) << r.err;
 }
 
+// `shrike task set` gives any model (here a random one, as a checkpoint trained elsewhere would
+// come) the task of a data file or of a label list; `task show` prints it; the model then
+// evaluates with the task's schema, and bad input names what is wrong.
+TEST_F(TaskMetadataCli, TaskSetAttachesATaskToAnyModel) {
+  ok("synth -o " + path("plain.gguf") + " --dim 64 --layers 2 --heads 4 --ffn 128 --vocab 512");
+  EXPECT_NE(ok("task show " + path("plain.gguf")).out.find("no task"), std::string::npos);
+  ok("task set " + path("plain.gguf") + " --data " + path("d") + " -o " + path("with.gguf"));
+  const auto task = data::task_from_gguf(gguf::GgufFile::open(path("with.gguf")));
+  ASSERT_TRUE(task);
+  EXPECT_EQ(*task, *data::task_from_gguf(gguf::GgufFile::open(path("t.gguf"))));
+  const CommandResult shown = ok("task show " + path("with.gguf"));
+  EXPECT_NE(shown.out.find("order_status"), std::string::npos) << shown.out;
+  const CommandResult ev = ok("eval -m " + path("with.gguf") + " --task " + path("d/test.jsonl") +
+                              " --limit 5 --task-schema on --json " + path("w.json"));
+  std::ifstream in(path("w.json"));
+  EXPECT_EQ(nlohmann::json::parse(in)["answers_in_label_set"], 5) << ev.out;
+  // From a label list; a second set replaces the first.
+  ok("task set " + path("with.gguf") + " --intents refund,greet --slots order_id -o " +
+     path("list.gguf"));
+  const auto listed = data::task_from_gguf(gguf::GgufFile::open(path("list.gguf")));
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->intents, (std::vector<std::string>{"greet", "refund"}));
+  EXPECT_EQ(listed->slots, (std::vector<std::string>{"order_id"}));
+  const CommandResult neither =
+      run_shrike("task set " + path("plain.gguf") + " -o " + path("x.gguf"));
+  EXPECT_NE(neither.exit_code, 0);
+  EXPECT_NE(neither.err.find("--data or by --intents"), std::string::npos) << neither.err;
+  const CommandResult missing =
+      run_shrike("task set " + path("nope.gguf") + " --intents a -o " + path("x.gguf"));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("nope.gguf"), std::string::npos) << missing.err;
+}
+
 }  // namespace
 }  // namespace shrike::testing

@@ -1,0 +1,120 @@
+// `shrike task show MODEL` and `shrike task set MODEL (--data FILE|DIR | --intents A,B [--slots
+// X,Y]) -o OUT.gguf`: the task a model carries (shrike.task.*: label set, slot names, prompt
+// format), read or attached to any model file, so a checkpoint trained elsewhere gets
+// /v1/intent, constrained answers and task evaluation without being retrained here.
+#include <cstdio>
+#include <set>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/model_files.h"
+#include "core/file_buffer.h"
+#include "data/task_definition.h"
+#include "data/user_data.h"
+#include "gguf/gguf.h"
+
+namespace shrike::cli {
+namespace {
+
+struct TaskArgs {
+  std::string model, data, out;
+  std::vector<std::string> intents, slots;
+};
+
+std::string task_list_text(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s.empty() ? "(none)" : s;
+}
+
+int run_task_show(const TaskArgs& a) {
+  const GgufInput input(a.model);
+  const gguf::GgufFile f = gguf::GgufFile::open(input.path());
+  const auto task = data::task_from_gguf(f);
+  if (!task) {
+    std::printf("%s: no task (attach one with `shrike task set`)\n", a.model.c_str());
+    return 0;
+  }
+  std::printf("%s: task %s\n  prompt: %s<utterance>\\n\n  intents (%zu): %s\n  slots (%zu): %s\n",
+              a.model.c_str(), task->format.c_str(), task->instruction.c_str(),
+              task->intents.size(), task_list_text(task->intents).c_str(), task->slots.size(),
+              task_list_text(task->slots).c_str());
+  return 0;
+}
+
+// A name list from the command line: sorted, distinct, none empty.
+std::vector<std::string> task_names(const std::vector<std::string>& in, const char* what) {
+  std::set<std::string> s;
+  for (const std::string& x : in) {
+    if (x.empty()) throw std::invalid_argument(std::string("task set: an empty name in ") + what);
+    s.insert(x);
+  }
+  return {s.begin(), s.end()};
+}
+
+int run_task_set(const TaskArgs& a) {
+  if (a.data.empty() == a.intents.empty())
+    throw std::invalid_argument(
+        "task set: give the labels by --data or by --intents (one of them)");
+  data::TaskDefinition task;
+  if (!a.data.empty()) {
+    data::UserSplits s;
+    const std::vector<data::Example> examples =
+        data::read_presplit(a.data, {}, s) ? s.train : data::read_labelled(a.data);
+    task = data::task_definition_from(examples);
+    // A label or slot seen only in dev/test of a split folder still belongs to the task.
+    std::set<std::string> intents(task.intents.begin(), task.intents.end()),
+        slots(task.slots.begin(), task.slots.end());
+    for (const auto* v : {&s.dev, &s.test})
+      for (const data::Example& ex : *v) {
+        intents.insert(ex.intent);
+        for (const auto& [name, value] : ex.slots) slots.insert(name);
+      }
+    task.intents.assign(intents.begin(), intents.end());
+    task.slots.assign(slots.begin(), slots.end());
+  } else {
+    task = data::task_definition_from({});
+    task.intents = task_names(a.intents, "--intents");
+    task.slots = task_names(a.slots, "--slots");
+  }
+  const GgufInput input(a.model);  // a Hugging Face folder becomes a GGUF first
+  const gguf::GgufFile f = gguf::GgufFile::open(input.path());
+  if (!f.has("tokenizer.ggml.tokens"))
+    throw FileError(a.model +
+                    ": no vocabulary (tokenizer.ggml.tokens): a task model needs its "
+                    "tokenizer");
+  gguf::GgufWriter w;
+  for (const std::string& key : f.keys())
+    if (!key.starts_with("shrike.task.")) w.set_value(key, *f.find(key));
+  data::add_task_to_gguf(task, w);
+  for (const gguf::TensorInfo& t : f.tensors())
+    w.add_tensor(t.name, t.type, t.dims, t.data, size_t(t.bytes));
+  w.write(a.out);
+  std::fprintf(stderr,
+               "task set: %zu intents, %zu slot names, prompt \"%s<utterance>\\n\"; wrote %s\n",
+               task.intents.size(), task.slots.size(), task.instruction.c_str(), a.out.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Runner add_task(CLI::App& app) {
+  app.require_subcommand(1);
+  auto a = std::make_shared<TaskArgs>();
+  auto* show = app.add_subcommand("show", "print the task a model carries");
+  show->add_option("model", a->model, "model: GGUF or Hugging Face folder")->required();
+  auto* set = app.add_subcommand(
+      "set", "attach a task (labels, slot names, prompt format) to a copy of any model");
+  set->add_option("model", a->model, "model: GGUF or Hugging Face folder")->required();
+  set->add_option("--data", a->data,
+                  "labelled utterances whose labels and slot names make the task (.jsonl, .csv, "
+                  "or a folder, as `data split` reads)");
+  set->add_option("--intents", a->intents, "the labels, comma-separated (instead of --data)")
+      ->delimiter(',');
+  set->add_option("--slots", a->slots, "the slot names, comma-separated (with --intents)")
+      ->delimiter(',');
+  set->add_option("-o,--output", a->out, "model GGUF to write")->required();
+  return [a, show] { return show->parsed() ? run_task_show(*a) : run_task_set(*a); };
+}
+
+}  // namespace shrike::cli
