@@ -39,9 +39,8 @@ if [ "${SHRIKE_SKIP_SANITIZERS:-0}" != 1 ]; then
   # Left to the Release pass: the statistical tests (chi-square over 10^4-10^5 draws of the
   # same sampling code that the engine tests run under ASan on fewer draws), ~110 CPU-s here,
   # and the longest end-to-end CLI runs (train, prune, distill, quantise, optimize: ~50 CPU-s;
-  # the Hugging Face folders through every compression command, ~60 CPU-s; the layers they drive
-  # and three users' models and data through optimize, ~100 CPU-s; the layers they drive
-  # have their own tests under ASan).
+  # the Hugging Face folders through every compression command, ~60 CPU-s; three users' models
+  # and data through optimize, ~100 CPU-s; the layers they drive have their own tests under ASan).
   asan_skip='^(SpeculativeDistribution\.|SpeculativeSampling\.|Sampler\.DefaultsDrawWhatTheFirstVersionDrew$|Gptq\.BeatsRoundToNearestOnCorrelatedInputs$|OptimizeCli\.MeasuresEveryAvailableStageAndCachesModels$|WorkloadCli\.GenTrainEvalPruneDistillGenerate$|Checkpoints/RealArchCli\.|Users/OptimizeUsers\.)'
   (cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -E "$asan_skip")
   if [ "${SHRIKE_FUZZ:-1}" = 1 ]; then
