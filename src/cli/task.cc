@@ -58,20 +58,17 @@ int run_task_set(const TaskArgs& a) {
         "task set: give the labels by --data or by --intents (one of them)");
   data::TaskDefinition task;
   if (!a.data.empty()) {
+    // Every split's labels and slot names: one seen only in dev or test still belongs to the task.
     data::UserSplits s;
-    const std::vector<data::Example> examples =
-        data::read_presplit(a.data, {}, s) ? s.train : data::read_labelled(a.data);
+    std::vector<data::Example> examples;
+    if (data::read_presplit(a.data, {}, s)) {
+      examples = std::move(s.train);
+      examples.insert(examples.end(), s.dev.begin(), s.dev.end());
+      examples.insert(examples.end(), s.test.begin(), s.test.end());
+    } else {
+      examples = data::read_labelled(a.data);
+    }
     task = data::task_definition_from(examples);
-    // A label or slot seen only in dev/test of a split folder still belongs to the task.
-    std::set<std::string> intents(task.intents.begin(), task.intents.end()),
-        slots(task.slots.begin(), task.slots.end());
-    for (const auto* v : {&s.dev, &s.test})
-      for (const data::Example& ex : *v) {
-        intents.insert(ex.intent);
-        for (const auto& [name, value] : ex.slots) slots.insert(name);
-      }
-    task.intents.assign(intents.begin(), intents.end());
-    task.slots.assign(slots.begin(), slots.end());
   } else {
     task = data::task_definition_from({});
     task.intents = task_names(a.intents, "--intents");

@@ -29,8 +29,8 @@ const ByteTables& tables() {
   return t;
 }
 
-// "left right": split at the first space after the first character (a merge part is never empty;
-// llama.cpp splits the same way).
+}  // namespace
+
 bool split_merge(const std::string& m, std::string_view& a, std::string_view& b) {
   const size_t sp = m.find(' ', 1);
   if (sp == std::string::npos || sp + 1 >= m.size()) return false;
@@ -38,8 +38,6 @@ bool split_merge(const std::string& m, std::string_view& a, std::string_view& b)
   b = std::string_view(m).substr(sp + 1);
   return true;
 }
-
-}  // namespace
 
 uint32_t byte_to_codepoint(uint8_t b) {
   return tables().to_cp[b];

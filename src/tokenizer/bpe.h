@@ -47,6 +47,10 @@ class BpeModel {
   std::array<int32_t, 256> byte_id_;            // piece of each single byte, -1 when absent
 };
 
+// "left right": splits a merge at the first space after the first character (a merge part is
+// never empty; llama.cpp splits the same way). False when there is no such space.
+bool split_merge(const std::string& m, std::string_view& a, std::string_view& b);
+
 // Parses merges against pieces; returns "" or a message naming the first bad entry.
 std::string check_merges(const std::vector<std::string>& pieces,
                          const std::vector<std::string>& merges);

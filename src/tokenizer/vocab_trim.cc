@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "tokenizer/bpe.h"
 #include "tokenizer/spm.h"
@@ -196,16 +197,12 @@ std::vector<int32_t> tokens_to_keep(const Tokenizer& tok, const std::vector<std:
 std::vector<std::string> kept_merges(const std::vector<std::string>& pieces,
                                      const std::vector<std::string>& merges,
                                      const std::vector<int32_t>& kept) {
-  std::unordered_map<std::string_view, bool> is_kept;
-  for (int32_t id : kept) is_kept.emplace(pieces.at(size_t(id)), true);
+  std::unordered_set<std::string_view> is_kept;
+  for (int32_t id : kept) is_kept.insert(pieces.at(size_t(id)));
   std::vector<std::string> out;
   for (const std::string& m : merges) {
-    // "left right": the split is at the first space after the first character (a part is never
-    // empty; a space inside a piece is written as U+0120).
-    const size_t sp = m.find(' ', 1);
-    if (sp == std::string::npos) continue;
-    const std::string_view a = std::string_view(m).substr(0, sp),
-                           b = std::string_view(m).substr(sp + 1);
+    std::string_view a, b;
+    if (!split_merge(m, a, b)) continue;
     const std::string joined = std::string(a) + std::string(b);
     if (is_kept.contains(a) && is_kept.contains(b) && is_kept.contains(joined)) out.push_back(m);
   }
