@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "core/file_buffer.h"
 #include "data/example.h"
@@ -104,6 +106,27 @@ int64_t vocab_size_of(const std::string& model) {
   return int64_t(tokens->array_size);
 }
 
+// A draft for speculative decoding, a fraction of the served student's cost: a quarter of its
+// layers, half its width in 64-wide heads (one KV head), a quarter of its FFN. Its vocabulary and
+// architecture are the student's (`distill --student-preset` copies them), as a draft's must be.
+std::vector<std::string> draft_shape_args(const std::string& student) {
+  const gguf::GgufFile f = gguf::GgufFile::open(student);
+  const std::string arch = f.get_string_or("general.architecture", "llama");
+  auto key = [&](const char* k) { return int64_t(f.get_uint_or(arch + "." + k, 0)); };
+  const int64_t dim = key("embedding_length"), layers = key("block_count"),
+                ffn = key("feed_forward_length");
+  if (dim <= 0 || layers <= 0 || ffn <= 0)
+    throw FileError(student + ": no " + arch + ".embedding_length, block_count or " +
+                    "feed_forward_length (cannot size a draft for it)");
+  const int64_t draft_dim = std::max<int64_t>(32, dim / 2 / 32 * 32);
+  const int64_t heads = std::max<int64_t>(1, draft_dim / 64);
+  return {"--dim",      std::to_string(draft_dim),
+          "--layers",   std::to_string(std::max<int64_t>(1, layers / 4)),
+          "--heads",    std::to_string(heads),
+          "--kv-heads", "1",
+          "--ffn",      std::to_string(std::max<int64_t>(64, ffn / 4 / 32 * 32))};
+}
+
 double jnum(const nlohmann::json& j, const char* key) {
   return json_number(j, key);
 }
@@ -124,6 +147,15 @@ std::string machine_description() {
 TaskScores scores_of(const std::string& path) {
   const auto j = read_json(path);
   return {jnum(j, "intent_accuracy"), jnum(j, "slot_f1")};
+}
+
+// Accepted / proposed draft tokens and accepted tokens per verification step, from a server's
+// counters (NaN when it proposed nothing).
+std::pair<double, double> spec_acceptance_of(const std::string& metrics) {
+  const double proposed = metric_sum(metrics, "shrike_spec_proposed_tokens_total");
+  const double accepted = metric_sum(metrics, "shrike_spec_accepted_tokens_total");
+  const double steps = metric_sum(metrics, "shrike_spec_steps_total");
+  return {proposed > 0 ? accepted / proposed : NAN, steps > 0 ? accepted / steps : NAN};
 }
 
 std::string kv_type_of(const Stage& s) {
@@ -305,6 +337,26 @@ Report run_optimize(const OptimizeOptions& o) {
   }
   const std::string student_q8 = out + "/student-q8_0.gguf";
   quantize("student INT8", student, student_q8);
+  // The draft for speculative decoding: distilled from the student it drafts for (its acceptance
+  // is agreement with that model, not with the teacher), then INT8 like the student.
+  const std::vector<std::string> draft_shape = draft_shape_args(student);
+  const std::string draft = out + "/draft.gguf", draft_q8 = out + "/draft-q8_0.gguf";
+  {
+    auto argv = run.cmd({"distill", "--teacher", student, "--student-preset", "draft"});
+    argv.insert(argv.end(), draft_shape.begin(), draft_shape.end());
+    argv.insert(argv.end(), {"--data", d + "/train.jsonl", "--dev", d + "/dev.jsonl", "--alpha",
+                             "0.5", "--temp", "2", "--epochs", std::to_string(o.distill_epochs),
+                             "--dev-limit", "100", "--no-progress", "-o", draft});
+    run.add_threads(argv);
+    run.build("draft (distilled from the student)", draft, argv,
+              {student, d + "/train.jsonl", d + "/dev.jsonl"}, kBuildTimeout);
+    run.build("draft INT8", draft_q8,
+              run.cmd({"quantize", draft, "-o", draft_q8, "--type", "q8_0"}), {draft},
+              kBuildTimeout);
+  }
+  std::string draft_text = "draft-q8_0.gguf:";
+  for (size_t i = 0; i + 1 < draft_shape.size(); i += 2)
+    draft_text += " " + draft_shape[i].substr(2) + " " + draft_shape[i + 1];
   // The student with only the tokens the task's prompts and answers use (training and dev
   // texts as the task formats them; byte fallbacks keep any other text encodable).
   const std::string trimmed = out + "/student-trimmed.gguf";
@@ -319,6 +371,23 @@ Report run_optimize(const OptimizeOptions& o) {
   run.say("vocabulary: " + std::to_string(vocab_full) + " -> " + std::to_string(vocab_trimmed) +
           " tokens after trimming" +
           (use_trimmed ? "" : " (under 10% fewer: stage 5 serves the untrimmed student)"));
+  // The draft for the trimmed student must have the same tokens: the same trim of the draft.
+  const std::string draft_trimmed = out + "/draft-trimmed.gguf";
+  if (use_trimmed) {
+    run.build("draft, vocabulary trimmed", draft_trimmed,
+              run.cmd({"trim-vocab", draft_q8, "-o", draft_trimmed, "--keep-from",
+                       d + "/train.jsonl", "--keep-from", d + "/dev.jsonl"}),
+              {draft_q8, d + "/train.jsonl", d + "/dev.jsonl"}, kBuildTimeout);
+    if (vocab_size_of(draft_trimmed) != vocab_trimmed)
+      throw std::runtime_error("the trimmed draft has " +
+                               std::to_string(vocab_size_of(draft_trimmed)) +
+                               " tokens, the trimmed student " + std::to_string(vocab_trimmed));
+  }
+  auto spec_args = [&](SpecKind kind, StageModel m) -> std::vector<std::string> {
+    if (kind == SpecKind::Ngram) return {"--spec", "ngram"};
+    return {"--spec", "draft", "--draft",
+            m == StageModel::StudentInt8Trimmed ? draft_trimmed : draft_q8};
+  };
   auto model_path = [&](StageModel m) {
     switch (m) {
       case StageModel::Teacher:
@@ -385,6 +454,42 @@ Report run_optimize(const OptimizeOptions& o) {
     if (st.available) last_available = &st;
   const int c1 =
       o.c1_requests > 0 ? std::min<int>(o.c1_requests, int(test.size())) : int(test.size());
+  // The first speculative stage serves each kind at concurrency 1; it and the later speculative
+  // stages keep the faster (a draft only when clearly faster).
+  std::optional<SpecKind> spec_kind;
+  auto compare_spec_kinds = [&](const Stage& stage, const std::string& model,
+                                const std::vector<std::string>& base_args) {
+    for (SpecKind kind : {SpecKind::Draft, SpecKind::Ngram}) {
+      SpecVariant v;
+      v.kind = kind;
+      if (kind == SpecKind::Draft) v.draft = draft_text;
+      const std::string name = kind == SpecKind::Draft ? "draft" : "ngram";
+      const std::string id = "stage" + std::to_string(stage.id) + "." + name;
+      std::vector<std::string> args = base_args;
+      const auto extra = spec_args(kind, stage.model);
+      args.insert(args.end(), extra.begin(), extra.end());
+      std::vector<std::string> shown = {"shrike", "serve", model};
+      shown.insert(shown.end(), args.begin(), args.end());
+      v.serve_command = shell_join(shown);
+      run.say("stage " + std::to_string(stage.id) + ": speculation by " + spec_kind_name(kind) +
+              ", concurrency 1, " + std::to_string(c1) + " requests");
+      ServedModel server(o.shrike_bin, model, args, run.logs + "/" + id + ".serve.log",
+                         kReadyTimeout);
+      const LoadRun one = run_concurrency1(measure, server.url(), c1, id + ".c1");
+      v.p50_ms = jnum(one.summary.at("e2e"), "p50_ms");
+      v.p99_ms = jnum(one.summary.at("e2e"), "p99_ms");
+      std::tie(v.acceptance, v.accepted_per_step) = spec_acceptance_of(server.metrics());
+      server.stop(10);
+      report.spec_variants.push_back(v);
+    }
+    SpecVariant& draft_kind = report.spec_variants[0];
+    SpecVariant& lookup = report.spec_variants[1];
+    // The draft costs a second model's memory and compute: it is served only when it is faster
+    // by more than the run-to-run noise of a P50 (2%).
+    SpecVariant& chosen = draft_kind.p50_ms < 0.98 * lookup.p50_ms ? draft_kind : lookup;
+    chosen.chosen = true;
+    return chosen.kind;
+  };
   for (const Stage& stage : stages) {
     StageResult s;
     s.stage = stage;
@@ -402,6 +507,14 @@ Report run_optimize(const OptimizeOptions& o) {
 
     std::vector<std::string> serve_args = stage.serve_args;
     if (o.threads > 0) serve_args.insert(serve_args.end(), {"-t", std::to_string(o.threads)});
+    if (stage.speculative) {
+      if (!spec_kind) {
+        spec_kind = compare_spec_kinds(stage, s.model_path, serve_args);
+        s.stage.name += std::string(" (") + spec_kind_name(*spec_kind) + ")";
+      }
+      const auto extra = spec_args(*spec_kind, stage.model);
+      serve_args.insert(serve_args.end(), extra.begin(), extra.end());
+    }
     run.say(tag + " (" + stage.name + "): serving " + s.model_path);
     ServedModel server(o.shrike_bin, s.model_path, serve_args,
                        run.logs + "/stage" + std::to_string(stage.id) + ".serve.log",
@@ -427,6 +540,8 @@ Report run_optimize(const OptimizeOptions& o) {
     s.p99_ms = jnum(one.summary.at("e2e"), "p99_ms");
     s.e2e_ms = one.e2e_ms;
     s.c1_failed = int64_t(jnum(one.summary, "failed") + jnum(one.summary, "timed_out"));
+    if (stage.speculative)
+      std::tie(s.spec_acceptance, s.spec_accepted_per_step) = spec_acceptance_of(server.metrics());
     s.rate = search_max_rate(measure, url, start_rate_for(s.p50_ms), id, tag);
 
     if (report.common_rate <= 0) {

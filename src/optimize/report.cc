@@ -41,6 +41,45 @@ std::string label(const StageResult& s) {
   return "stage " + std::to_string(s.stage.id);
 }
 
+// The measured stage just before the first speculative one: what speculation is compared with.
+const StageResult* before_speculation(const Report& r) {
+  const StageResult* prev = nullptr;
+  for (const auto& s : r.stages) {
+    if (s.stage.speculative) return prev;
+    if (s.stage.available) prev = &s;
+  }
+  return nullptr;
+}
+
+// Each speculative decoding kind on the first speculative stage's options, against the stage
+// before it (what each kind bought), and the acceptance every speculative stage saw.
+std::string render_speculation(const Report& r) {
+  if (r.spec_variants.empty()) return "";
+  const StageResult* before = before_speculation(r);
+  const std::string ref = before ? label(*before) : std::string("the previous stage");
+  std::string o =
+      "\n## Speculative decoding: what each kind bought\n\nEach kind served with the first "
+      "speculative stage's options and measured at concurrency 1 on the same requests; the "
+      "speculative stages serve the draft only when its P50 is more than 2% below prompt "
+      "lookup's (it costs a second model), else prompt lookup. Acceptance: accepted / proposed "
+      "draft tokens (the server's counters).\n\n";
+  o += "| kind | P50 ms (c=1) | P50 vs " + ref + " | P99 ms (c=1) | acceptance | accepted tokens " +
+       "per verification | served |\n|---|---:|---:|---:|---:|---:|---|\n";
+  for (const auto& v : r.spec_variants)
+    o += std::string("| ") + spec_kind_name(v.kind) +
+         (v.draft.empty() ? "" : " (" + v.draft + ")") + " | " + fmt(v.p50_ms) + " | " +
+         (before ? ratio(v.p50_ms, before->p50_ms) : "–") + " | " + fmt(v.p99_ms) + " | " +
+         pct(v.acceptance) + " | " + fmt(v.accepted_per_step, "%.2f") + " | " +
+         (v.chosen ? "yes" : "no") + " |\n";
+  std::string seen;
+  for (const auto& s : r.stages)
+    if (s.stage.available && s.stage.speculative)
+      seen += (seen.empty() ? "" : "; ") + label(s) + " " + pct(s.spec_acceptance) + " (" +
+              fmt(s.spec_accepted_per_step, "%.2f") + " per verification)";
+  if (!seen.empty()) o += "\nAcceptance in the stages' own concurrency-1 runs: " + seen + ".\n";
+  return o;
+}
+
 const StageResult* last_measured(const Report& r) {
   const StageResult* last = nullptr;
   for (const auto& s : r.stages)
@@ -320,6 +359,8 @@ std::string render_markdown(const Report& r) {
     o += "\n  - `" + s.serve_command + "`\n";
   }
 
+  o += render_speculation(r);
+
   o += "\n## Rate search\n\nEach probe replays the test prompts in order with gamma arrivals; it "
        "passes when " +
        pct(r.target) + " of its requests finish within " + fmt(r.budget_ms, "%g") +
@@ -377,6 +418,18 @@ nlohmann::json render_json(const Report& r) {
                             {"last_stage", t.last},
                             {"verdict", t.verdict},
                             {"why", t.why}});
+  auto& spec = j["speculation"] = nlohmann::json::array();
+  const StageResult* before = before_speculation(r);
+  for (const auto& v : r.spec_variants)
+    spec.push_back({{"kind", v.kind == SpecKind::Draft ? "draft" : "ngram"},
+                    {"draft", v.draft},
+                    {"p50_ms", num(v.p50_ms)},
+                    {"p99_ms", num(v.p99_ms)},
+                    {"p50_ratio_to_previous_stage", num(before ? v.p50_ms / before->p50_ms : NAN)},
+                    {"acceptance", num(v.acceptance)},
+                    {"accepted_per_step", num(v.accepted_per_step)},
+                    {"chosen", v.chosen},
+                    {"serve_command", v.serve_command}});
   const StageResult* b = baseline(r);
   auto& stages = j["stages"] = nlohmann::json::array();
   for (const auto& s : r.stages) {
@@ -414,7 +467,10 @@ nlohmann::json render_json(const Report& r) {
                {"intent_accuracy", num(s.clean.intent)},
                {"slot_f1", num(s.clean.slot_f1)},
                {"noisy_intent_accuracy", num(s.noisy.intent)},
-               {"noisy_slot_f1", num(s.noisy.slot_f1)}});
+               {"noisy_slot_f1", num(s.noisy.slot_f1)},
+               {"speculative", s.stage.speculative},
+               {"spec_acceptance", num(s.spec_acceptance)},
+               {"spec_accepted_per_step", num(s.spec_accepted_per_step)}});
     if (b) {
       st["ratio_to_stage0"] = {
           {"p50", num(s.p50_ms / b->p50_ms)},

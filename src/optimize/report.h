@@ -35,6 +35,20 @@ struct StageResult {
   double queue_wait_p99_ms = NAN, timeout_rate = NAN, common_within_budget = NAN;
   int64_t weight_bytes = -1, kv_bytes = -1, peak_rss_bytes = -1, model_file_bytes = -1;
   TaskScores clean, noisy;
+  // Speculative stages, from the server's counters after the concurrency-1 run: accepted /
+  // proposed draft tokens, and accepted tokens per verification step.
+  double spec_acceptance = NAN, spec_accepted_per_step = NAN;
+};
+
+// One speculative decoding kind measured on the first speculative stage's options, at
+// concurrency 1 on the same requests (the report's "what each draft kind bought").
+struct SpecVariant {
+  SpecKind kind = SpecKind::Ngram;
+  std::string draft;  // the draft model file and its shape (a draft kind), else ""
+  double p50_ms = NAN, p99_ms = NAN;
+  double acceptance = NAN, accepted_per_step = NAN;
+  bool chosen = false;  // the faster P50: what the speculative stages serve
+  std::string serve_command;
 };
 
 struct Report {
@@ -45,6 +59,7 @@ struct Report {
   int64_t vocab_before = 0, vocab_after = 0;  // the student's vocabulary, before/after trim-vocab
   double wall_s = 0;
   std::vector<StageResult> stages;
+  std::vector<SpecVariant> spec_variants;  // measured on the first speculative stage
   std::vector<std::string> notes;
   std::string sample_prompt, sample_answer;  // one request to the last measured stage
 };

@@ -138,6 +138,21 @@ int ServedModel::stop(double grace_s) {
   return child_->stop(grace_s);
 }
 
+double metric_sum(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  double sum = 0;
+  bool seen = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name, 0) != 0 || line.size() <= name.size()) continue;
+    const char next = line[name.size()];
+    if (next != ' ' && next != '{') continue;  // another metric whose name starts the same
+    const size_t value = line.rfind(' ');
+    sum += std::strtod(line.c_str() + value + 1, nullptr);
+    seen = true;
+  }
+  return seen ? sum : NAN;
+}
+
 double histogram_quantile(const std::string& before, const std::string& after,
                           const std::string& name, double p) {
   const auto b0 = buckets(before, name), b1 = buckets(after, name);

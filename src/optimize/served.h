@@ -49,6 +49,10 @@ class ServedModel {
 double histogram_quantile(const std::string& before, const std::string& after,
                           const std::string& name, double p);
 
+// The sum of a metric's samples over its label sets (a counter or gauge in Prometheus text);
+// NaN when the text has none.
+double metric_sum(const std::string& text, const std::string& name);
+
 // "VmHWM: 1234 kB" from a /proc/PID/status text, in bytes; -1 when absent.
 int64_t parse_vm_hwm(const std::string& status_text);
 

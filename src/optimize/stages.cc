@@ -18,6 +18,10 @@ const char* stage_model_name(StageModel m) {
   return "?";
 }
 
+const char* spec_kind_name(SpecKind k) {
+  return k == SpecKind::Draft ? "a distilled draft model" : "prompt lookup";
+}
+
 std::vector<Stage> default_stages(int static_batch) {
   const std::string b = std::to_string(static_batch);
   // Every stage lists its full options; max-seqs is the same everywhere so that continuous
@@ -31,13 +35,10 @@ std::vector<Stage> default_stages(int static_batch) {
                                           "--no-prefix-cache", "--no-task-schema"};
   std::vector<std::string> int8 = naive;
   int8[7] = "int8-mixed";
-  // Prompt lookup: the answer copies slot values from the utterance, and it needs no second
-  // model (a draft model would add its own training run to the pipeline).
-  std::vector<std::string> spec = int8;
-  spec.insert(spec.end(), {"--spec", "ngram"});
-  const std::vector<std::string> continuous = {
-      "--batching", "continuous",       "--max-seqs", b,      "--kv-type",
-      "int8-mixed", "--no-task-schema", "--spec",     "ngram"};
+  // Speculation: the options are stage 2's; the pipeline adds the kind (--spec draft --draft
+  // MODEL, or --spec ngram) after measuring both on stage 3.
+  const std::vector<std::string> continuous = {"--batching", "continuous", "--max-seqs",      b,
+                                               "--kv-type",  "int8-mixed", "--no-task-schema"};
   std::vector<std::string> schema = continuous;
   schema.erase(std::find(schema.begin(), schema.end(), "--no-task-schema"));
   return {
@@ -45,13 +46,14 @@ std::vector<Stage> default_stages(int static_batch) {
       {1, "+ INT8 weights (noisy calibration), int8-mixed KV", true, "", StageModel::TeacherInt8,
        int8},
       {2, "+ structured pruning and distillation", true, "", StageModel::StudentInt8, int8},
-      {3, "+ speculative decoding (prompt lookup)", true, "", StageModel::StudentInt8, spec},
+      {3, "+ speculative decoding", true, "", StageModel::StudentInt8, int8, false,
+       /*speculative=*/true},
       {4, "+ continuous batching, paged KV, prefix cache", true, "", StageModel::StudentInt8,
-       continuous},
+       continuous, false, true},
       // The pipeline serves the trimmed student here only when trimming shrinks its vocabulary
       // (trim_worthwhile()); a model trained with its own task BPE already has the task's.
       {5, "+ vocabulary trimmed to the task, the task's output schema with jump-forward", true, "",
-       StageModel::StudentInt8Trimmed, schema, /*task_schema=*/true},
+       StageModel::StudentInt8Trimmed, schema, /*task_schema=*/true, /*speculative=*/true},
   };
 }
 

@@ -28,7 +28,14 @@ struct Stage {
   // Answers constrained to the model's task schema: accuracy is measured that way too
   // (`shrike eval --task-schema on`, through the serving engine).
   bool task_schema = false;
+  // Speculative decoding on: the pipeline adds the kind (a distilled draft or prompt lookup)
+  // that measured faster in the first speculative stage, so later stages keep it.
+  bool speculative = false;
 };
+
+// The speculative decoding kinds the first speculative stage compares.
+enum class SpecKind { Draft, Ngram };
+const char* spec_kind_name(SpecKind k);
 
 // Stages 0..5 as the issue defines them. static_batch: static batch size (and max_seqs of all
 // stages, so only the batching mode changes between them).

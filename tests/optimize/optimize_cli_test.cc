@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "optimize/served.h"
 #include "run_shrike.h"
@@ -53,7 +54,39 @@ TEST_F(OptimizeCli, MeasuresEveryAvailableStageAndCachesModels) {
   ASSERT_EQ(st.size(), 6u);
   for (const auto& stage : st) EXPECT_TRUE(stage["available"].get<bool>());
   EXPECT_EQ(st[2]["serving_options"]["speculative"], "off");
-  EXPECT_EQ(st[3]["serving_options"]["speculative"], "ngram");
+  // Stage 3 measured a draft distilled from the student and prompt lookup at concurrency 1, and
+  // it and the later stages serve the faster.
+  const auto& spec = j.at("speculation");
+  ASSERT_EQ(spec.size(), 2u);
+  EXPECT_EQ(spec[0]["kind"], "draft");
+  EXPECT_EQ(spec[1]["kind"], "ngram");
+  EXPECT_NE(spec[0]["chosen"].get<bool>(), spec[1]["chosen"].get<bool>());
+  const std::string kind = spec[0]["chosen"].get<bool>() ? "draft" : "ngram";
+  // Acceptance is null where a kind proposed nothing (the cost rule may hold back a draft that
+  // does not pay), else a fraction; on these requests at least one kind proposes.
+  auto fraction_or_null = [](const nlohmann::json& v) {
+    return v.is_null() || (v.is_number() && v.get<double>() >= 0 && v.get<double>() <= 1);
+  };
+  int proposed = 0;
+  for (const auto& v : spec) {
+    EXPECT_GT(v["p50_ms"].get<double>(), 0) << v;
+    EXPECT_GT(v["p50_ratio_to_previous_stage"].get<double>(), 0) << v;
+    EXPECT_TRUE(fraction_or_null(v["acceptance"])) << v;
+    proposed += v["acceptance"].is_number();
+  }
+  EXPECT_GE(proposed, 1) << spec;
+  EXPECT_NE(spec[0]["serve_command"].get<std::string>().find("--draft"), std::string::npos);
+  for (int i = 3; i < 6; ++i) {
+    EXPECT_EQ(st[i]["serving_options"]["speculative"], kind) << i;
+    EXPECT_TRUE(fraction_or_null(st[i]["spec_acceptance"])) << i;
+  }
+  EXPECT_TRUE(fs::exists(path("out/draft-q8_0.gguf")));
+  {
+    std::ifstream md(path("out/report.md"));
+    std::stringstream text;
+    text << md.rdbuf();
+    EXPECT_NE(text.str().find("## Speculative decoding: what each kind bought"), std::string::npos);
+  }
   EXPECT_EQ(st[4]["serving_options"]["task_schema"], "off");
   EXPECT_EQ(st[5]["serving_options"]["task_schema"], "on");
   EXPECT_EQ(st[5]["serving_options"]["jump_forward"], "on");
@@ -103,6 +136,7 @@ TEST_F(OptimizeCli, MeasuresEveryAvailableStageAndCachesModels) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.err.find("teacher: cached"), std::string::npos) << again.err;
   EXPECT_NE(again.err.find("student (distilled): cached"), std::string::npos);
+  EXPECT_NE(again.err.find("draft (distilled from the student): cached"), std::string::npos);
   EXPECT_EQ(again.err.find("train --data"), std::string::npos);
   EXPECT_NE(again.err.find("stage 4: concurrency 1"), std::string::npos);
 

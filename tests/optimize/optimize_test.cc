@@ -51,12 +51,12 @@ TEST(Stages, TableMarksUnavailableStagesAndChangesOneThingAtATime) {
   const auto& a = stages[4].serve_args;
   EXPECT_NE(std::find(a.begin(), a.end(), "continuous"), a.end());
   EXPECT_EQ(std::find(a.begin(), a.end(), "--no-prefix-cache"), a.end());
-  // Stage 3 adds prompt lookup to stage 2 and nothing else; stage 4 keeps it.
-  std::vector<std::string> with_spec = stages[2].serve_args;
-  with_spec.insert(with_spec.end(), {"--spec", "ngram"});
-  EXPECT_EQ(stages[3].serve_args, with_spec);
+  // Stage 3 adds speculation to stage 2 and nothing else (the pipeline adds the kind it measured
+  // faster); stages 4 and 5 keep it.
+  EXPECT_EQ(stages[3].serve_args, stages[2].serve_args);
   EXPECT_EQ(stages[3].model, stages[2].model);
-  EXPECT_NE(std::find(a.begin(), a.end(), "ngram"), a.end());
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(stages[size_t(i)].speculative, i >= 3) << i;
+  EXPECT_EQ(std::find(a.begin(), a.end(), "--spec"), a.end());
   // Stages 0-4 answer free-form; stage 5 only drops that (the schema, with jump-forward).
   for (int i = 0; i < 5; ++i) {
     const auto& args = stages[size_t(i)].serve_args;
@@ -260,6 +260,19 @@ TEST(Served, HistogramQuantileOfTheRequestsBetweenScrapes) {
   EXPECT_DOUBLE_EQ(histogram_quantile("", after, "shrike_queue_wait_seconds", 0.5), 0.001);
   EXPECT_TRUE(std::isnan(histogram_quantile(after, after, "shrike_queue_wait_seconds", 0.99)));
   EXPECT_TRUE(std::isnan(histogram_quantile("", "", "shrike_queue_wait_seconds", 0.99)));
+}
+
+TEST(Served, MetricSumAddsEveryLabelSetOfThatMetricOnly) {
+  const std::string text =
+      "# HELP shrike_spec_accepted_tokens_total Draft tokens the target accepted.\n"
+      "# TYPE shrike_spec_accepted_tokens_total counter\n"
+      "shrike_spec_accepted_tokens_total{model=\"a\"} 30\n"
+      "shrike_spec_accepted_tokens_total{model=\"b\"} 12\n"
+      "shrike_spec_accepted_tokens_total_extra 1000\n"
+      "shrike_spec_steps_total 7\n";
+  EXPECT_DOUBLE_EQ(metric_sum(text, "shrike_spec_accepted_tokens_total"), 42);
+  EXPECT_DOUBLE_EQ(metric_sum(text, "shrike_spec_steps_total"), 7);
+  EXPECT_TRUE(std::isnan(metric_sum(text, "shrike_spec_proposed_tokens_total")));
 }
 
 TEST(Served, PeakRssFromProcStatus) {
