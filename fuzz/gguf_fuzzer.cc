@@ -3,10 +3,10 @@
 #include <cstdint>
 
 #include "core/file_buffer.h"
-#include "data/task_definition.h"
 #include "fuzz_input.h"
 #include "gguf/gguf.h"
 #include "model/model.h"
+#include "task/task_definition.h"
 #include "tokenizer/vocab.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const FileError&) {
     }
     try {
-      (void)data::task_from_gguf(f);
+      (void)task::task_from_gguf(f);
     } catch (const FileError&) {
     }
     (void)model::load_model(path);

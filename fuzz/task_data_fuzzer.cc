@@ -8,8 +8,8 @@
 #include "data/example.h"
 #include "data/importers.h"
 #include "data/recall.h"
-#include "data/task_format.h"
 #include "fuzz_input.h"
+#include "task/task_format.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace shrike;
@@ -33,7 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   };
   const unsigned pick = data[0] % 10;
   if (pick == 8) {
-    (void)data::parse_task_answer(rest);
+    (void)task::parse_task_answer(rest);
     return 0;
   }
   if (pick == 9) {

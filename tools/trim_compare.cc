@@ -15,12 +15,12 @@
 
 #include "core/thread_pool.h"
 #include "data/example.h"
-#include "data/task_format.h"
 #include "decode/token_mask.h"
 #include "gguf/gguf.h"
 #include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "model/vocab_trim.h"
+#include "task/task_format.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -28,7 +28,7 @@ namespace {
 using namespace shrike;
 
 // Greedy answers (token ids, EOS excluded) to every prompt, batched through forward_batch as
-// train::generate_answers does; `allowed` (when set) masks the logits before the argmax.
+// task::generate_answers does; `allowed` (when set) masks the logits before the argmax.
 std::vector<std::vector<int32_t>> greedy_answers(const model::Model& m, int32_t eos,
                                                  std::vector<std::vector<int32_t>> all_prompts,
                                                  const decode::TokenBitset* allowed,
@@ -106,7 +106,7 @@ int run(const std::string& full_path, const std::string& trim_path, const std::s
 
   std::vector<std::vector<int32_t>> own_prompts, trimmed_prompts, mapped_prompts;
   for (const data::Example& ex : examples) {
-    const std::string prompt = data::task_prompt(ex.text);
+    const std::string prompt = task::task_prompt(ex.text);
     own_prompts.push_back(full_tok.encode(prompt, true));
     trimmed_prompts.push_back(trim_tok.encode(prompt, true));
     mapped_prompts.emplace_back();
@@ -117,7 +117,7 @@ int run(const std::string& full_path, const std::string& trim_path, const std::s
   const auto n = int64_t(examples.size());
   int64_t correct_trim = 0, prompts_differ = 0;
   for (size_t i = 0; i < examples.size(); ++i) {
-    correct_trim += data::parse_task_answer(trim_tok.decode(b[i])).intent == examples[i].intent;
+    correct_trim += task::parse_task_answer(trim_tok.decode(b[i])).intent == examples[i].intent;
     prompts_differ += own_prompts[i] != mapped_prompts[i];
   }
   std::printf(
@@ -139,7 +139,7 @@ int run(const std::string& full_path, const std::string& trim_path, const std::s
       if (ta != tb && ++shown <= 3)
         std::fprintf(stderr, "differs: %s\n  full: %s\n  trim: %s\n", examples[i].text.c_str(),
                      ta.c_str(), tb.c_str());
-      correct_full += data::parse_task_answer(ta).intent == examples[i].intent;
+      correct_full += task::parse_task_answer(ta).intent == examples[i].intent;
     }
     std::printf(
         "  full model, output masked to the kept ids, prompts tokenized by the %s "

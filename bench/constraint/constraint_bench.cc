@@ -2,7 +2,7 @@
 // the automaton, build the vocabulary trie once per model, compute each automaton state's mask
 // the first time it is reached) and the warm cost (cached mask lookup + applying the mask to the
 // logits + advancing the state), on the intent JSON schema, a regex and json_object; and the
-// task answer of a task model (constrain/task_answer.h) both with any string as a slot value and
+// task answer of a task model (task/answer_constraint.h) both with any string as a slot value and
 // with values copied from each request's utterance, where every request builds its own values
 // automaton and computes the masks of the states near and inside its values (counted in its
 // steps: "warm" then means the shared part's masks are cached, the per-request part never is).
@@ -27,8 +27,8 @@
 #include "constrain/json_schema.h"
 #include "constrain/regex.h"
 #include "constrain/spec.h"
-#include "constrain/task_answer.h"
 #include "gguf/gguf.h"
+#include "task/answer_constraint.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -240,18 +240,17 @@ int main(int argc, char** argv) {
     rows.push_back(measure(name, tok, tv, vocab_ms, "intent schema",
                            [&] { return constrain::json_schema_automaton(schema); }));
     rows.push_back(measure(name, tok, tv, vocab_ms, "task answer", [] {
-      return constrain::task_answer_automaton(intent_labels(), kSlotNames);
+      return task::task_answer_automaton(intent_labels(), kSlotNames);
     }));
     rows.push_back(measure(
         name, tok, tv, vocab_ms, "task answer, values from the utterance",
         [] {
-          return constrain::task_answer_automaton(
-              intent_labels(), kSlotNames, constrain::kTaskValueMaxChars,
-              constrain::kTaskMaxSlotPairs, constrain::TaskValues::Hole);
+          return task::task_answer_automaton(intent_labels(), kSlotNames, task::kTaskValueMaxChars,
+                                             task::kTaskMaxSlotPairs, task::TaskValues::Hole);
         },
         [](const std::shared_ptr<const constrain::Constraint>& holes, int i) {
           return constrain::Constraint::with_holes_filled(
-              holes, constrain::task_values_automaton(kUtterances[size_t(i) % kUtterances.size()]));
+              holes, task::task_values_automaton(kUtterances[size_t(i) % kUtterances.size()]));
         }));
     rows.push_back(measure(name, tok, tv, vocab_ms, "regex email", [] {
       return constrain::regex_automaton("[a-z0-9._]{1,20}@[a-z0-9]{1,12}\\.(com|org|net|de)");

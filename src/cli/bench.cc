@@ -13,12 +13,13 @@
 #include "cli/spec_run.h"
 #include "constrain/spec.h"
 #include "data/example.h"
-#include "data/task_definition.h"
-#include "data/task_format.h"
 #include "gguf/gguf.h"
 #include "kernels/isa.h"
 #include "kv/contiguous_kv.h"
 #include "model_bench/model_bench.h"
+#include "task/answer_constraint.h"
+#include "task/task_definition.h"
+#include "task/task_format.h"
 
 namespace shrike::cli {
 namespace {
@@ -57,11 +58,11 @@ struct BenchArgs {
 // The constraint serve puts on a task model's answers: the schema of the task it carries.
 std::shared_ptr<const constrain::Constraint> task_constraint(const std::string& path,
                                                              int64_t vocab) {
-  const auto task = data::task_from_gguf(gguf::GgufFile::open(path));
+  const auto task = task::task_from_gguf(gguf::GgufFile::open(path));
   if (!task)
     throw std::invalid_argument(path +
                                 ": --spec-schema needs a task model (no shrike.task.* keys)");
-  const constrain::ConstraintSpec spec = constrain::task_answer_spec(task->intents, task->slots);
+  const constrain::ConstraintSpec spec = task::task_answer_spec(*task);
   const auto tok = load_tokenizer(path, "", vocab);
   return std::make_shared<const constrain::Constraint>(constrain::compile(spec),
                                                        constrain::TokenVocab::from_tokenizer(*tok));
@@ -75,7 +76,7 @@ int run_bench(BenchArgs a) {
     if (!a.spec_task.empty()) {  // task prompts, as training and evaluation encode them
       const auto examples = data::read_examples(a.spec_task);
       for (size_t i = 0; i < examples.size() && int64_t(i) < a.spec_limit; ++i)
-        o.prompts.push_back(data::task_prompt(examples[i].text));
+        o.prompts.push_back(task::task_prompt(examples[i].text));
       o.bos = true;
     }
     o.concurrency = a.spec_concurrency;

@@ -12,12 +12,15 @@
 #include "cli/commands.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
-#include "data/task_scores.h"
 #include "model/model.h"
+#include "task/task_definition.h"
+#include "task/task_eval.h"
+#include "task/task_scores.h"
+#include "task/task_training.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
+#include "train/inference_model.h"
 #include "train/presets.h"
-#include "train/task_eval.h"
 #include "train/teacher_samples.h"
 #include "train/trainer.h"
 
@@ -52,6 +55,13 @@ const std::string& chat_template_of(const train::TrainableFile& student,
 
 // Writing the student copies its parameters once more; what training held goes first (the
 // teacher, gradients, activations, optimizer moments), so that the peak is training's.
+// The student answers the teacher's task (its own file's, when it had one, is the same task).
+std::optional<task::TaskDefinition> carried_task(const DistillArgs& a) {
+  if (!a.student.empty())
+    if (auto t = task::task_of_model(a.student)) return t;
+  return task::task_of_model(a.teacher);
+}
+
 void release_training_memory(train::TrainableFile& teacher, train::TrainableFile& student,
                              train::OptimizerState& state) {
   teacher.model.reset();
@@ -111,11 +121,10 @@ int distill_on_samples(const DistillArgs& a, train::TrainableFile& teacher,
     train::train_sequences(*student.model, student.vocab, seqs, ft, ft_state, pool, {},
                            [](const train::EpochReport& r) { report("fine-tune", r); });
   }
-  const auto task = student.task ? student.task : teacher.task;
   const std::string chat_template = chat_template_of(student, teacher);
   release_training_memory(teacher, student, state);
   train::save_model(*student.model, student.vocab, a.opt.model_name, a.out, nullptr,
-                    task ? &*task : nullptr, chat_template);
+                    task::task_metadata(carried_task(a)), chat_template);
   std::fprintf(stderr, "distill: wrote %s\n", a.out.c_str());
   return 0;
 }
@@ -166,7 +175,7 @@ int run_distill(DistillArgs a) {
     // term teaches the student the teacher's whole distribution on them.
     auto extra = data::read_examples(a.unlabeled);
     const auto m = train::to_inference_model(*teacher.model);
-    const auto answers = train::predict_task(*m, tok, extra, pool);
+    const auto answers = task::predict_task(*m, tok, extra, pool);
     int64_t used = 0;
     for (size_t i = 0; i < extra.size(); ++i) {
       if (!answers[i].parsed) continue;
@@ -181,20 +190,18 @@ int run_distill(DistillArgs a) {
 
   report_memory(*teacher.model, *student.model, a.opt);
   train::OptimizerState state;
-  train::train_task(*student.model, tok, train_set, dev_set, a.opt, state, pool,
-                    [](const train::EpochReport& r) { report("distill", r); });
+  task::train_task(*student.model, tok, train_set, dev_set, a.opt, state, pool,
+                   [](const train::EpochReport& r) { report("distill", r); });
   if (a.finetune_epochs > 0) {
     const train::TrainOptions ft = finetune_options(a);
     train::OptimizerState ft_state;
-    train::train_task(*student.model, tok, train_set, dev_set, ft, ft_state, pool,
-                      [](const train::EpochReport& r) { report("fine-tune", r); });
+    task::train_task(*student.model, tok, train_set, dev_set, ft, ft_state, pool,
+                     [](const train::EpochReport& r) { report("fine-tune", r); });
   }
-  // The student answers the teacher's task (its own file's, when it had one, is the same task).
-  const auto task = student.task ? student.task : teacher.task;
   const std::string chat_template = chat_template_of(student, teacher);
   release_training_memory(teacher, student, state);
   train::save_model(*student.model, student.vocab, a.opt.model_name, a.out, nullptr,
-                    task ? &*task : nullptr, chat_template);
+                    task::task_metadata(carried_task(a)), chat_template);
   std::fprintf(stderr, "distill: wrote %s\n", a.out.c_str());
   return 0;
 }

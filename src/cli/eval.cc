@@ -25,13 +25,14 @@
 #include "core/file_buffer.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
-#include "data/task_definition.h"
-#include "data/task_scores.h"
 #include "gguf/gguf.h"
 #include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "quant/kl_eval.h"
-#include "train/task_eval.h"
+#include "task/task_definition.h"
+#include "task/task_eval.h"
+#include "task/task_scores.h"
+#include "task/task_training.h"
 
 namespace shrike::cli {
 namespace {
@@ -56,9 +57,9 @@ std::vector<std::string> engine_answers(const EvalArgs& a, const model::Model& m
                                         const tokenizer::Tokenizer& tok,
                                         const std::vector<data::Example>& examples, int threads,
                                         nlohmann::ordered_json& json) {
-  std::optional<data::TaskDefinition> task;
+  std::optional<task::TaskDefinition> task;
   if (std::filesystem::path(a.model).extension() == ".gguf")
-    task = data::task_from_gguf(gguf::GgufFile::open(a.model));
+    task = task::task_from_gguf(gguf::GgufFile::open(a.model));
   const bool on = a.task_schema == "on";
   if (on && !task)
     throw std::invalid_argument("--task-schema on: " + a.model +
@@ -71,7 +72,7 @@ std::vector<std::string> engine_answers(const EvalArgs& a, const model::Model& m
   for (size_t i = 0; i < r.texts.size(); ++i) {
     steps += r.model_steps[i];
     tokens += r.tokens[i];
-    const data::TaskPrediction p = data::parse_task_answer(r.texts[i]);
+    const task::TaskPrediction p = task::parse_task_answer(r.texts[i]);
     parsed += p.parsed;
     labelled += p.parsed && task &&
                 std::binary_search(task->intents.begin(), task->intents.end(), p.intent);
@@ -132,13 +133,13 @@ void check_same_vocabulary(const EvalArgs& a, const model::Model& m, const model
 
 void write_predictions(const EvalArgs& a, const std::vector<data::Example>& examples,
                        const std::vector<std::string>& answers,
-                       const std::vector<data::TaskPrediction>& predictions) {
+                       const std::vector<task::TaskPrediction>& predictions) {
   // One line per example: the utterance, the gold answer and the model's raw answer.
   std::ofstream out(a.predictions_out);
   for (size_t i = 0; i < examples.size(); ++i) {
     nlohmann::ordered_json j;
     j["text"] = examples[i].text;
-    j["gold"] = data::task_answer(examples[i]);
+    j["gold"] = task::task_answer(examples[i]);
     j["answer"] = answers[i];
     j["intent_ok"] = predictions[i].intent == examples[i].intent;
     j["slots_ok"] = predictions[i].slots == examples[i].slots;
@@ -193,20 +194,20 @@ int run_eval(EvalArgs a) {
     // Decoding runs a prompt in one call, then a token per call, whatever --kv-chunk says.
     const auto answers =
         a.task_schema.empty()
-            ? train::generate_answers(*model, *tok, examples, pool, 96, 64, opt.make_cache)
+            ? task::generate_answers(*model, *tok, examples, pool, 96, 64, opt.make_cache)
             : engine_answers(a, *model, *tok, examples, pool.size(), json);
-    std::vector<data::TaskPrediction> predictions;
+    std::vector<task::TaskPrediction> predictions;
     for (const std::string& answer : answers)
-      predictions.push_back(data::parse_task_answer(answer));
-    const data::TaskScores scores = data::score_task(examples, predictions);
+      predictions.push_back(task::parse_task_answer(answer));
+    const task::TaskScores scores = task::score_task(examples, predictions);
     std::printf("%s: %s\n%s", a.model.c_str(), a.task.c_str(),
-                data::format_scores(scores, a.confusions).c_str());
+                task::format_scores(scores, a.confusions).c_str());
     // The scores stay at the top level, where scripts read them.
-    const auto task_json = nlohmann::ordered_json::parse(data::scores_json(scores));
+    const auto task_json = nlohmann::ordered_json::parse(task::scores_json(scores));
     for (const auto& [key, value] : task_json.items()) json[key] = value;
     if (!a.predictions_out.empty()) write_predictions(a, examples, answers, predictions);
     if (ref) {
-      const std::vector<quant::ScoredSequence> seqs = quant::task_sequences(*tok, examples);
+      const std::vector<quant::ScoredSequence> seqs = task::task_sequences(*tok, examples);
       for (size_t i = 0; i < seqs.size(); ++i)
         if (int64_t(seqs[i].tokens.size()) - 1 > context)
           throw FileError(a.task + ": example " + std::to_string(i + 1) + " has " +

@@ -7,9 +7,10 @@
 #include "cli/commands.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
+#include "task/task_definition.h"
+#include "task/task_training.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
-#include "train/task_eval.h"
 #include "train/trainer.h"
 
 namespace shrike::cli {
@@ -30,10 +31,10 @@ int run_prune(const PruneArgs& a) {
   if (int64_t(calib.size()) > a.calib_limit) calib.resize(size_t(a.calib_limit));
   ThreadPool pool(a.threads > 0 ? a.threads : default_thread_count());
 
-  std::vector<train::TaskSequence> seqs;
+  std::vector<train::TrainingSequence> seqs;
   std::vector<int64_t> lengths;
   for (const data::Example& ex : calib) {
-    seqs.push_back(train::encode_task(tok, ex));
+    seqs.push_back(task::encode_task(tok, ex));
     lengths.push_back(int64_t(seqs.back().tokens.size()));
   }
   std::vector<train::TokenBatch> batches;
@@ -43,8 +44,8 @@ int run_prune(const PruneArgs& a) {
   }
   const train::Importance imp = train::measure_importance(*f.model, batches, pool);
   const auto pruned = train::prune_model(*f.model, imp, a.opt);
-  train::save_model(*pruned, f.vocab, "shrike-pruned", a.out, nullptr, f.task ? &*f.task : nullptr,
-                    f.chat_template);
+  train::save_model(*pruned, f.vocab, "shrike-pruned", a.out, nullptr,
+                    task::task_metadata(task::task_of_model(a.in)), f.chat_template);
 
   auto body = [](const train::Transformer<float>& m) {
     return train::body_param_count(m.config());

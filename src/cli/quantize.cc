@@ -17,6 +17,7 @@
 #include "quant/grid.h"
 #include "quant/kl_eval.h"
 #include "quant/sensitivity.h"
+#include "task/task_training.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 
@@ -51,7 +52,7 @@ std::vector<quant::ScoredSequence> calibration_sequences(const std::string& path
   if (is_task_file(path)) {
     auto examples = data::read_examples(path);
     if (int64_t(examples.size()) > limit) examples.resize(size_t(limit));
-    seqs = quant::task_sequences(tok, examples);
+    seqs = task::task_sequences(tok, examples);
   } else {
     seqs = quant::text_sequences(tok, quant::read_text_documents(path), ctx);
   }

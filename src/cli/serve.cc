@@ -33,7 +33,6 @@
 #include "cli/spec_options.h"
 #include "core/dtype.h"
 #include "core/file_buffer.h"
-#include "data/task_definition.h"
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "kv/contiguous_kv.h"
@@ -41,6 +40,8 @@
 #include "kv/shared_budget.h"
 #include "model/model.h"
 #include "server/http_server.h"
+#include "task/task_definition.h"
+#include "task/task_serving.h"
 #include "tokenizer/hf_tokenizer.h"
 
 namespace shrike::cli {
@@ -224,9 +225,9 @@ std::string read_chat_template(const std::string& path) {
 }
 
 // The task a model trained by `shrike train` carries (none for other models and formats).
-std::optional<data::TaskDefinition> read_task(const std::string& path) {
+std::optional<task::TaskDefinition> read_task(const std::string& path) {
   if (std::filesystem::path(path).extension() != ".gguf") return std::nullopt;
-  return data::task_from_gguf(gguf::GgufFile::open(path));
+  return task::task_from_gguf(gguf::GgufFile::open(path));
 }
 
 // The effective settings (after the engine's own adjustments, e.g. int8-mixed turns the prefix
@@ -328,8 +329,7 @@ std::unique_ptr<server::ModelInstance> load_instance(ServeArgs a, const ModelSpe
                  spec.name.c_str(), task->format.c_str(), task->intents.size(), task->slots.size(),
                  a.no_task_schema ? "free-form (--no-task-schema)"
                                   : "constrained to the task's schema by default");
-  inst->task = std::move(task);
-  inst->schema_by_default = !a.no_task_schema;
+  if (task) inst->attachment = std::make_shared<task::TaskAttachment>(*task, !a.no_task_schema);
   const engine::Engine& eng = *inst->engine;
   if (a.engine.spec.enabled())
     std::fprintf(stderr,
@@ -386,6 +386,7 @@ int run_serve(ServeArgs a) {
 
   SignalPipe signals;
   server::HttpServer http(a.server);
+  task::add_task_routes(http);  // POST /v1/intent (task/task_serving.h)
   const int port = http.bind();
   std::thread server_thread([&] { http.serve(); });
   std::atomic<bool> signalled{false};

@@ -9,9 +9,9 @@
 #include "cli/commands.h"
 #include "cli/model_files.h"
 #include "core/file_buffer.h"
-#include "data/task_definition.h"
 #include "data/user_data.h"
 #include "gguf/gguf.h"
+#include "task/task_definition.h"
 
 namespace shrike::cli {
 namespace {
@@ -30,7 +30,7 @@ std::string task_list_text(const std::vector<std::string>& v) {
 int run_task_show(const TaskArgs& a) {
   const GgufInput input(a.model);
   const gguf::GgufFile f = gguf::GgufFile::open(input.path());
-  const auto task = data::task_from_gguf(f);
+  const auto task = task::task_from_gguf(f);
   if (!task) {
     std::printf("%s: no task (attach one with `shrike task set`)\n", a.model.c_str());
     return 0;
@@ -56,7 +56,7 @@ int run_task_set(const TaskArgs& a) {
   if (a.data.empty() == a.intents.empty())
     throw std::invalid_argument(
         "task set: give the labels by --data or by --intents (one of them)");
-  data::TaskDefinition task;
+  task::TaskDefinition task;
   if (!a.data.empty()) {
     // Every split's labels and slot names: one seen only in dev or test still belongs to the task.
     data::UserSplits s;
@@ -68,9 +68,9 @@ int run_task_set(const TaskArgs& a) {
     } else {
       examples = data::read_labelled(a.data);
     }
-    task = data::task_definition_from(examples);
+    task = task::task_definition_from(examples);
   } else {
-    task = data::task_definition_from({});
+    task = task::task_definition_from({});
     task.intents = task_names(a.intents, "--intents");
     task.slots = task_names(a.slots, "--slots");
   }
@@ -83,7 +83,7 @@ int run_task_set(const TaskArgs& a) {
   gguf::GgufWriter w;
   for (const std::string& key : f.keys())
     if (!key.starts_with("shrike.task.")) w.set_value(key, *f.find(key));
-  data::add_task_to_gguf(task, w);
+  task::add_task_to_gguf(task, w);
   for (const gguf::TensorInfo& t : f.tensors())
     w.add_tensor(t.name, t.type, t.dims, t.data, size_t(t.bytes));
   w.write(a.out);

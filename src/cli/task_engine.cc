@@ -5,16 +5,16 @@
 #include <stdexcept>
 
 #include "constrain/constraint.h"
-#include "constrain/task_answer.h"
-#include "data/task_format.h"
 #include "engine/engine.h"
-#include "train/task_prompt.h"
+#include "task/answer_constraint.h"
+#include "task/task_format.h"
+#include "task/task_prompt.h"
 
 namespace shrike::cli {
 
 EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
                                       const std::vector<data::Example>& examples,
-                                      const data::TaskDefinition* schema, bool jump_forward,
+                                      const task::TaskDefinition* schema, bool jump_forward,
                                       int threads, bool values_from_utterance,
                                       int64_t max_answer_tokens) {
   // The task's answer with a hole for each slot value, compiled once; each request fills the
@@ -22,10 +22,9 @@ EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::To
   std::shared_ptr<const constrain::Constraint> holes;
   if (schema)
     holes = std::make_shared<const constrain::Constraint>(
-        constrain::task_answer_automaton(
-            schema->intents, schema->slots, constrain::kTaskValueMaxChars,
-            constrain::kTaskMaxSlotPairs,
-            values_from_utterance ? constrain::TaskValues::Hole : constrain::TaskValues::AnyString),
+        task::task_answer_automaton(
+            schema->intents, schema->slots, task::kTaskValueMaxChars, task::kTaskMaxSlotPairs,
+            values_from_utterance ? task::TaskValues::Hole : task::TaskValues::AnyString),
         constrain::TokenVocab::from_tokenizer(tok));
   engine::EngineConfig config;
   config.scheduler.context_length = m.config().context_length;
@@ -38,13 +37,13 @@ EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::To
   std::vector<std::shared_ptr<engine::RequestStream>> streams;
   for (const data::Example& ex : examples) {
     engine::GenerationRequest r;
-    r.prompt = train::encode_task_prompt(tok, ex.text);
+    r.prompt = task::encode_task_prompt(tok, ex.text);
     r.max_tokens = std::min(max_answer_tokens, eng.context_length() - int64_t(r.prompt.size()));
     r.sampling.temperature = 0;
     r.constraint = holes;
     if (holes && values_from_utterance)  // the utterance as the prompt shows it
       r.constraint = constrain::Constraint::with_holes_filled(
-          holes, constrain::task_values_automaton(data::task_utterance(ex.text)));
+          holes, task::task_values_automaton(task::task_utterance(ex.text)));
     engine::SubmitResult s = eng.submit(std::move(r));
     if (s.status != engine::SubmitStatus::Accepted)
       throw std::runtime_error("the engine refused an example: " + s.message);

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "data/example.h"
-#include "data/task_definition.h"
 #include "model/model.h"
+#include "task/task_definition.h"
 #include "tokenizer/tokenizer.h"
 
 namespace shrike::cli {
@@ -27,7 +27,7 @@ struct EngineTaskAnswers {
 // what else is batched. Throws std::runtime_error when an answer fails.
 EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
                                       const std::vector<data::Example>& examples,
-                                      const data::TaskDefinition* schema, bool jump_forward,
+                                      const task::TaskDefinition* schema, bool jump_forward,
                                       int threads, bool values_from_utterance = true,
                                       int64_t max_answer_tokens = 96);
 

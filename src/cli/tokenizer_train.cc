@@ -12,9 +12,9 @@
 #include "cli/commands.h"
 #include "core/file_buffer.h"
 #include "data/example.h"
+#include "task/task_eval.h"
 #include "tokenizer/bpe_trainer.h"
 #include "tokenizer/tokenizer.h"
-#include "train/task_eval.h"
 
 namespace shrike::cli {
 namespace {
@@ -39,7 +39,7 @@ int run_tokenizer_train(const TokenizerTrainArgs& a) {
   opt.split_cjk = a.keep_cjk_apart;
   const auto t0 = std::chrono::steady_clock::now();
   // The same tokenizer `shrike train` builds: trained on the task's prompts and answers.
-  tokenizer::Vocab vocab = train::train_task_tokenizer(examples, opt);
+  tokenizer::Vocab vocab = task::train_task_tokenizer(examples, opt);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   tokenizer::write_tokenizer_gguf(vocab, a.output);
 

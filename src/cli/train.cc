@@ -7,12 +7,14 @@
 #include "cli/commands.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
-#include "data/task_format.h"
 #include "gguf/gguf.h"
+#include "task/task_definition.h"
+#include "task/task_eval.h"
+#include "task/task_format.h"
+#include "task/task_training.h"
 #include "tokenizer/tokenizer.h"
 #include "train/checkpoint.h"
 #include "train/presets.h"
-#include "train/task_eval.h"
 #include "train/trainer.h"
 
 namespace shrike::cli {
@@ -49,7 +51,7 @@ int run_train(TrainArgs a) {
     if (!a.tokenizer.empty()) {
       vocab = tokenizer::vocab_from_gguf(gguf::GgufFile::open(a.tokenizer));
     } else {
-      vocab = train::train_task_tokenizer(train_set, train::task_tokenizer_options(a.vocab_size));
+      vocab = task::train_task_tokenizer(train_set, task::task_tokenizer_options(a.vocab_size));
     }
     model::ModelConfig c = train::preset_config(a.preset, vocab.size());
     if (a.context > 0) c.context_length = a.context;
@@ -72,13 +74,13 @@ int run_train(TrainArgs a) {
       (long long)c.n_heads, (long long)c.n_kv_heads, (long long)c.head_dim, (long long)c.ffn_dim,
       (long long)c.vocab_size, double(params) / 1e6, double(train::body_param_count(c)) / 1e6,
       train_set.size(), pool.size());
-  train::train_task(*model, tok, train_set, dev_set, a.opt, state, pool,
-                    [](const train::EpochReport& r) {
-                      std::fprintf(stderr, "%s\n", train::describe(r).c_str());
-                    });
+  task::train_task(*model, tok, train_set, dev_set, a.opt, state, pool,
+                   [](const train::EpochReport& r) {
+                     std::fprintf(stderr, "%s\n", train::describe(r).c_str());
+                   });
   // The task travels with the model: serve constrains answers to it, eval and /v1/intent read it.
-  const data::TaskDefinition task = data::task_definition_from(train_set);
-  train::save_model(*model, vocab, a.opt.model_name, a.out, nullptr, &task);
+  const task::TaskDefinition task = task::task_definition_from(train_set);
+  train::save_model(*model, vocab, a.opt.model_name, a.out, nullptr, task::task_metadata(task));
   std::fprintf(stderr, "train: wrote %s (checkpoint %s)\n", a.out.c_str(), ckpt.c_str());
   return 0;
 }

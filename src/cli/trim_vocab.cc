@@ -12,10 +12,10 @@
 #include "core/file_buffer.h"
 #include "core/jsonl.h"
 #include "data/example.h"
-#include "data/task_definition.h"
-#include "data/task_format.h"
 #include "gguf/gguf.h"
 #include "model/vocab_trim.h"
+#include "task/task_definition.h"
+#include "task/task_format.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab_trim.h"
 
@@ -36,8 +36,8 @@ void add_texts(const std::string& path, std::vector<std::string>& texts) {
       path, [&](const nlohmann::json& j, const std::string&) { task = j.contains("intent"); }, 1);
   if (task) {
     for (const data::Example& ex : data::read_examples(path)) {
-      texts.push_back(data::task_prompt(ex.text));
-      texts.push_back(data::task_answer(ex));
+      texts.push_back(task::task_prompt(ex.text));
+      texts.push_back(task::task_answer(ex));
     }
     return;
   }
@@ -88,12 +88,12 @@ int run_trim_vocab(const TrimVocabArgs& a) {
   for (const std::string& path : a.keep_from) add_texts(path, texts);
   // A model that carries its task (shrike.task.*) is served constrained to that task's answers:
   // every label and slot name must keep the pieces its answers use, even if DATA misses one.
-  if (const auto task = data::task_from_gguf(in)) {
+  if (const auto task = task::task_from_gguf(in)) {
     for (const std::string& intent : task->intents)
-      texts.push_back(data::task_answer({.text = "", .intent = intent, .slots = {}, .lang = ""}));
+      texts.push_back(task::task_answer({.text = "", .intent = intent, .slots = {}, .lang = ""}));
     for (const std::string& slot : task->slots)
       texts.push_back(
-          data::task_answer({.text = "", .intent = "", .slots = {{slot, ""}}, .lang = ""}));
+          task::task_answer({.text = "", .intent = "", .slots = {{slot, ""}}, .lang = ""}));
   }
   if (texts.empty()) throw std::invalid_argument("trim-vocab: --keep-from holds no text");
   std::vector<int32_t> extra = model::special_token_ids(in);

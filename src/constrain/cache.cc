@@ -24,10 +24,8 @@ std::string ConstraintCache::key(const ConstraintSpec& spec) {
       break;
     case ConstraintSpec::Kind::JsonObject:
       break;
-    case ConstraintSpec::Kind::TaskAnswer:  // the labels, then the slot names
-      for (const auto& c : spec.task.intents) k += std::to_string(c.size()) + ":" + c;
-      k += ";";
-      for (const auto& c : spec.task.slots) k += std::to_string(c.size()) + ":" + c;
+    case ConstraintSpec::Kind::Automaton:
+      k += spec.automaton_key;
       break;
   }
   return k;

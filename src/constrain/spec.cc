@@ -3,7 +3,6 @@
 #include "constrain/error.h"
 #include "constrain/json_schema.h"
 #include "constrain/regex.h"
-#include "constrain/task_answer.h"
 
 namespace shrike::constrain {
 
@@ -23,9 +22,10 @@ Automaton choices_automaton(const std::vector<std::string>& choices) {
   return Automaton::determinize(nfa, nfa.alt(alts));
 }
 
-ConstraintSpec task_answer_spec(std::vector<std::string> intents, std::vector<std::string> slots) {
-  ConstraintSpec spec{ConstraintSpec::Kind::TaskAnswer, {}, {}, {}};
-  spec.task = {std::move(intents), std::move(slots)};
+ConstraintSpec automaton_spec(std::string key, Automaton automaton) {
+  ConstraintSpec spec{ConstraintSpec::Kind::Automaton, {}, {}, {}};
+  spec.automaton = std::make_shared<const Automaton>(std::move(automaton));
+  spec.automaton_key = std::move(key);
   return spec;
 }
 
@@ -39,8 +39,9 @@ Automaton compile(const ConstraintSpec& spec) {
       return json_schema_automaton(spec.schema);
     case ConstraintSpec::Kind::JsonObject:
       return json_object_automaton();
-    case ConstraintSpec::Kind::TaskAnswer:
-      return task_answer_automaton(spec.task.intents, spec.task.slots);
+    case ConstraintSpec::Kind::Automaton:
+      if (!spec.automaton) throw ConstraintError("no automaton in an automaton constraint");
+      return *spec.automaton;
   }
   throw ConstraintError("unknown constraint kind");
 }
@@ -55,8 +56,8 @@ const char* kind_name(ConstraintSpec::Kind k) {
       return "JSON schema";
     case ConstraintSpec::Kind::JsonObject:
       return "JSON object";
-    case ConstraintSpec::Kind::TaskAnswer:
-      return "task answer";
+    case ConstraintSpec::Kind::Automaton:
+      return "automaton";
   }
   return "?";
 }

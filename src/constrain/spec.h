@@ -2,6 +2,7 @@
 // guided_regex / guided_json, OpenAI's response_format), and its compilation to an automaton.
 #pragma once
 
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,18 +11,16 @@
 
 namespace shrike::constrain {
 
-// The answer of a task model (task_answer.h): the labels and slot names of its task.
-struct TaskAnswerSpec {
-  std::vector<std::string> intents, slots;
-};
-
 struct ConstraintSpec {
-  enum class Kind { Choice, Regex, JsonSchema, JsonObject, TaskAnswer };
+  enum class Kind { Choice, Regex, JsonSchema, JsonObject, Automaton };
   Kind kind = Kind::Regex;
   std::vector<std::string> choices;  // Choice
   std::string regex;                 // Regex
   nlohmann::ordered_json schema;     // JsonSchema (properties in the order written)
-  TaskAnswerSpec task = {};          // TaskAnswer
+  // Automaton: one built by a layer above (a task's answer, task/answer_constraint.h), cached
+  // under automaton_key, which must name it uniquely.
+  std::shared_ptr<const Automaton> automaton = {};
+  std::string automaton_key = {};
 };
 
 // Limits on a choice list: more or longer would only be a way to make the server work hard.
@@ -31,8 +30,8 @@ inline constexpr size_t kMaxChoiceBytes = 1 << 20;  // all choices together
 // Exactly one of the strings (an empty string is a valid choice).
 Automaton choices_automaton(const std::vector<std::string>& choices);
 
-// The TaskAnswer spec of a task's labels and slot names.
-ConstraintSpec task_answer_spec(std::vector<std::string> intents, std::vector<std::string> slots);
+// The Automaton spec of a prebuilt automaton, cached under key.
+ConstraintSpec automaton_spec(std::string key, Automaton automaton);
 
 // Throws ConstraintError naming what is wrong or unsupported.
 Automaton compile(const ConstraintSpec& spec);

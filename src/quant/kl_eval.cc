@@ -10,7 +10,6 @@
 
 #include "core/file_buffer.h"
 #include "core/jsonl.h"
-#include "train/task_eval.h"
 
 namespace shrike::quant {
 namespace {
@@ -396,18 +395,6 @@ std::vector<ScoredSequence> text_sequences(const tokenizer::Tokenizer& tok,
   for (const std::string& doc : documents) {
     std::vector<ScoredSequence> w = text_windows(tok, doc, ctx);
     out.insert(out.end(), std::make_move_iterator(w.begin()), std::make_move_iterator(w.end()));
-  }
-  return out;
-}
-
-std::vector<ScoredSequence> task_sequences(const tokenizer::Tokenizer& tok,
-                                           const std::vector<data::Example>& examples) {
-  std::vector<ScoredSequence> out;
-  out.reserve(examples.size());
-  for (const data::Example& ex : examples) {
-    train::TaskSequence t = train::encode_task(tok, ex);
-    // Position prompt_length - 1 (the prompt's last token) predicts the first answer token.
-    out.push_back({std::move(t.tokens), t.prompt_length - 1});
   }
   return out;
 }

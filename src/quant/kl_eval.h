@@ -17,7 +17,6 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "data/example.h"
 #include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
@@ -143,11 +142,6 @@ std::vector<std::string> read_text_documents(const std::string& path);
 // Every document's windows (text_windows), in order.
 std::vector<ScoredSequence> text_sequences(const tokenizer::Tokenizer& tok,
                                            const std::vector<std::string>& documents, int64_t ctx);
-
-// A task example as training encodes it (train::encode_task: BOS + prompt + gold answer + EOS),
-// scoring only the positions that predict the answer and EOS.
-std::vector<ScoredSequence> task_sequences(const tokenizer::Tokenizer& tok,
-                                           const std::vector<data::Example>& examples);
 
 // ---- Exposed for tests ----
 

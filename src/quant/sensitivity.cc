@@ -5,7 +5,7 @@
 #include <stdexcept>
 
 #include "quant/grid.h"
-#include "train/task_eval.h"
+#include "train/inference_model.h"
 
 namespace shrike::quant {
 namespace {

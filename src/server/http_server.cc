@@ -14,13 +14,11 @@
 #include <thread>
 
 #include "core/sanitizers.h"
-#include "data/task_format.h"
 #include "engine/engine.h"
 #include "server/api_key.h"
 #include "server/connection_front.h"
 #include "server/front_stream.h"
 #include "server/generation_request.h"
-#include "server/intent_route.h"
 #include "server/openai_protocol.h"
 
 namespace shrike::server {
@@ -45,9 +43,11 @@ void send_json(httplib::Response& res, int status, const nlohmann::json& j) {
 
 // The route label of the request counters: known routes by name, everything else as "other" so a
 // scanner probing random paths cannot grow the metrics without bound.
-std::string route_label(const std::string& path) {
-  for (const char* known : {"/v1/completions", "/v1/chat/completions", "/v1/intent", "/v1/models",
-                            "/health", "/live", "/metrics", "/admin/models"})
+std::string route_label(const std::string& path, const std::vector<std::string>& added) {
+  for (const char* known : {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
+                            "/live", "/metrics", "/admin/models"})
+    if (path == known) return known;
+  for (const std::string& known : added)  // the routes of layers above (add_route)
     if (path == known) return known;
   if (path.rfind("/v1/models/", 0) == 0) return "/v1/models/{id}";
   if (path.rfind("/admin/models/", 0) == 0) return "/admin/models/{id}";
@@ -426,9 +426,10 @@ struct HttpServer::Impl {
   void blocking_reply(httplib::Response& res, engine::RequestStream& stream,
                       const tokenizer::Tokenizer& tok, const ResponseMeta& meta);
   void list_models(const httplib::Request& req, httplib::Response& res);
-  // POST /v1/intent (intent_route.h).
-  void intent(const httplib::Request& req, httplib::Response& res,
-              const httplib::ContentReader& reader);
+  // A route of a layer above (model_hooks.h, HttpServer::add_route).
+  void model_route(const httplib::Request& req, httplib::Response& res,
+                   const httplib::ContentReader& reader, const ModelRoute& route);
+  std::vector<std::string> added_routes;  // their paths, for the request counters' labels
 };
 
 HttpServer::HttpServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
@@ -473,10 +474,6 @@ void HttpServer::Impl::install_routes() {
                                           const httplib::ContentReader& reader) {
     generate(req, res, reader, Endpoint::ChatCompletions);
   });
-  svr.Post("/v1/intent",
-           [this](const httplib::Request& req, httplib::Response& res,
-                  const httplib::ContentReader& reader) { intent(req, res, reader); });
-  svr.Get("/v1/intent", post_only);
   svr.Get("/v1/completions", post_only);
   svr.Get("/v1/chat/completions", post_only);
 
@@ -548,7 +545,7 @@ void HttpServer::Impl::install_routes() {
       });
   svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     std::lock_guard<std::mutex> lock(counts_mu);
-    ++counts[{route_label(req.path), res.status}];
+    ++counts[{route_label(req.path, added_routes), res.status}];
   });
 }
 
@@ -694,22 +691,25 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
   std::shared_ptr<ServedModel> model = resolve(p.model, res);
   if (!model) return;
   engine::Engine* eng = &model->engine();
-  if (!p.constraint && model->default_spec()) {  // a task model answers in its schema by default
+  // A model with an attachment (a task model) answers in its default schema.
+  const bool default_constraint = !p.constraint && model->default_spec();
+  if (default_constraint) {
     p.constraint = model->default_spec();
-    p.constraint_param = "task schema";
+    p.constraint_param = model->attachment()->default_spec_name();
   }
   const tokenizer::Tokenizer& tok = eng->tokenizer();
   auto request = to_generation_request(
-      p, RequestContext{tok, model->instance().chat_format, eng->model().config().add_bos,
-                        eng->context_length(), model->name(), opt.request_timeout_s, random64(),
-                        Clock::now(), [&](const constrain::ConstraintSpec& spec) {
-                          // The task's own prompt format: slot values come from its utterance.
-                          if (p.constraint_param == "task schema" && ep == Endpoint::Completions &&
-                              !p.prompt_is_tokens)
-                            if (const auto u = model->task_utterance(p.prompt_text))
-                              return model->task_constraint(*u);
-                          return model->compile(spec);
-                        }});
+      p, RequestContext{
+             tok, model->instance().chat_format, eng->model().config().add_bos,
+             eng->context_length(), model->name(), opt.request_timeout_s, random64(), Clock::now(),
+             [&](const constrain::ConstraintSpec& spec) {
+               // A prompt the attachment recognises may narrow its schema (a
+               // task's: slot values from the prompt's utterance).
+               if (default_constraint && ep == Endpoint::Completions && !p.prompt_is_tokens)
+                 if (auto c = model->attachment()->constraint_for_prompt(*model, p.prompt_text))
+                   return c;
+               return model->compile(spec);
+             }});
   if (const auto* e = std::get_if<ApiError>(&request)) return send_error(res, *e);
 
   engine::SubmitResult sub = eng->submit(std::move(std::get<engine::GenerationRequest>(request)));
@@ -805,8 +805,23 @@ void HttpServer::set_kv_ledger(std::shared_ptr<const kv::KvMemoryLedger> ledger)
   impl_->kv_ledger = std::move(ledger);
 }
 
-void HttpServer::Impl::intent(const httplib::Request& req, httplib::Response& res,
+void HttpServer::add_route(ModelRoute route) {
+  Impl& m = *impl_;
+  m.added_routes.push_back(route.path);
+  auto r = std::make_shared<const ModelRoute>(std::move(route));
+  m.svr.Post(r->path, [&m, r](const httplib::Request& req, httplib::Response& res,
                               const httplib::ContentReader& reader) {
+    m.model_route(req, res, reader, *r);
+  });
+  m.svr.Get(r->path, [](const httplib::Request& req, httplib::Response& res) {
+    res.set_header("Allow", "POST");
+    send_error(res,
+               method_not_allowed(req.method + " is not allowed on " + req.path + "; use POST"));
+  });
+}
+
+void HttpServer::Impl::model_route(const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& reader, const ModelRoute& route) {
   auto in_flight_guard = std::make_unique<InFlight>(in_flight);
   const std::optional<std::string> body = read_body(res, reader);
   if (!body) return;
@@ -814,8 +829,6 @@ void HttpServer::Impl::intent(const httplib::Request& req, httplib::Response& re
   if (draining.load())
     return send_error(res, unavailable("The server is shutting down and accepts no new requests."));
   if (!ready.load()) return send_error(res, unavailable("The model is still loading."));
-  auto text = parse_intent_request(*body);
-  if (const auto* e = std::get_if<ApiError>(&text)) return send_error(res, *e);
   // The body may name the model like the OpenAI routes do.
   std::string name;
   if (const auto j = nlohmann::json::parse(*body, nullptr, false);
@@ -827,20 +840,9 @@ void HttpServer::Impl::intent(const httplib::Request& req, httplib::Response& re
   }
   std::shared_ptr<ServedModel> model = resolve(name, res);
   if (!model) return;
-  const std::optional<data::TaskDefinition>& task = model->instance().task;
-  if (!task)
-    return send_error(res, not_found("This model carries no task definition (shrike.task.* in its "
-                                     "GGUF, written by `shrike train`): /v1/intent needs one.",
-                                     "no_task"));
-  engine::Engine* eng = &model->engine();
-  const tokenizer::Tokenizer& tok = eng->tokenizer();
-  std::shared_ptr<const constrain::Constraint> constraint;
-  if (model->default_spec())
-    constraint = model->task_constraint(data::task_utterance(std::get<std::string>(text)));
-  // The task's prompts start with BOS (train::encode_task_prompt), whatever the model's default.
-  auto request = intent_generation_request(*task, tok, std::get<std::string>(text),
-                                           std::move(constraint), true, eng->context_length());
+  auto request = route.make_request(*body, *model);
   if (const auto* e = std::get_if<ApiError>(&request)) return send_error(res, *e);
+  engine::Engine* eng = &model->engine();
   const auto t0 = Clock::now();
   engine::SubmitResult sub = eng->submit(std::move(std::get<engine::GenerationRequest>(request)));
   if (sub.status != engine::SubmitStatus::Accepted) return send_refusal(res, sub);
@@ -864,10 +866,9 @@ void HttpServer::Impl::intent(const httplib::Request& req, httplib::Response& re
     return send_error(res, server_error("Generation failed: " + ev.error));
   if (ev.finish_reason == engine::FinishReason::Cancelled)
     return send_error(res, unavailable("The request was cancelled: the server is shutting down."));
-  const data::TaskPrediction p = data::parse_task_answer(answer);
-  if (!p.parsed)
-    return send_error(res, server_error("The model's answer is not a task answer: " + answer));
-  send_json(res, 200, intent_response(p, ev, ms(), first_ms < 0 ? ms() : first_ms));
+  auto reply = route.reply(*model, answer, ev, ms(), first_ms < 0 ? ms() : first_ms);
+  if (const auto* e = std::get_if<ApiError>(&reply)) return send_error(res, *e);
+  send_json(res, 200, std::get<nlohmann::json>(reply));
 }
 
 void HttpServer::begin_drain() {

@@ -78,6 +78,9 @@ class HttpServer {
   using ModelLoader = std::function<std::unique_ptr<ModelInstance>(
       const std::string& name, const std::string& path, const std::string& body)>;
   void set_model_loader(ModelLoader loader);
+  // A POST route of a layer above (model_hooks.h: the task layer's /v1/intent). Call before
+  // serve().
+  void add_route(ModelRoute route);
   // The KV memory budget the models share (serve --kv-memory), for /metrics.
   void set_kv_ledger(std::shared_ptr<const kv::KvMemoryLedger> ledger);
 

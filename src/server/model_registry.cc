@@ -2,50 +2,29 @@
 
 #include <stdexcept>
 
-#include "constrain/task_answer.h"
-
 namespace shrike::server {
 
 ServedModel::ServedModel(std::unique_ptr<ModelInstance> instance) : inst_(std::move(instance)) {
   if (!inst_ || !inst_->engine || !inst_->tokenizer)
     throw std::invalid_argument("ServedModel: an instance without engine or tokenizer");
-  if (inst_->task && inst_->schema_by_default) {
-    const constrain::ConstraintSpec spec =
-        constrain::task_answer_spec(inst_->task->intents, inst_->task->slots);
-    default_spec_ = spec;
-    compile(spec);
-    task_holes_ = std::make_shared<const constrain::Constraint>(
-        constrain::task_answer_automaton(inst_->task->intents, inst_->task->slots,
-                                         constrain::kTaskValueMaxChars,
-                                         constrain::kTaskMaxSlotPairs, constrain::TaskValues::Hole),
-        constraints_->vocab());
+  if (inst_->attachment) {
+    inst_->attachment->prepare(*this);
+    default_spec_ = inst_->attachment->default_spec();
+    if (default_spec_) compile(*default_spec_);
   }
 }
 
-std::shared_ptr<const constrain::Constraint> ServedModel::task_constraint(
-    std::string_view utterance) {
-  if (!task_holes_ || utterance.empty()) return compile(*default_spec_);
-  return constrain::Constraint::with_holes_filled(task_holes_,
-                                                  constrain::task_values_automaton(utterance));
-}
-
-std::optional<std::string> ServedModel::task_utterance(std::string_view prompt) const {
-  if (!inst_->task) return std::nullopt;
-  const std::string& head = inst_->task->instruction;
-  if (prompt.size() <= head.size() + 1 || prompt.substr(0, head.size()) != head ||
-      prompt.back() != '\n')
-    return std::nullopt;
-  const std::string_view text = prompt.substr(head.size(), prompt.size() - head.size() - 1);
-  if (text.find('\n') != std::string_view::npos) return std::nullopt;
-  return std::string(text);
-}
-
-std::shared_ptr<const constrain::Constraint> ServedModel::compile(
-    const constrain::ConstraintSpec& spec) {
+const constrain::ConstraintCache& ServedModel::constraints() {
   std::call_once(constraints_once_, [&] {
     constraints_ = std::make_unique<constrain::ConstraintCache>(
         constrain::TokenVocab::from_tokenizer(*inst_->tokenizer));
   });
+  return *constraints_;
+}
+
+std::shared_ptr<const constrain::Constraint> ServedModel::compile(
+    const constrain::ConstraintSpec& spec) {
+  constraints();
   return constraints_->get(spec);
 }
 

@@ -1,8 +1,9 @@
 // The models one server holds, by name (`shrike serve a.gguf b.gguf`, `--model NAME=PATH`, and
 // the admin route that adds or removes one while serving). Each is a ModelInstance (the model,
 // its tokenizer and its engine) wrapped as a ServedModel with what the routes need per model: its
-// compiled constraints and its task's schema. Routes hold a shared_ptr for as long as they use a
-// model, so removing one from the registry never pulls it from under a running request.
+// compiled constraints and what a layer above attached to it (model_hooks.h). Routes hold a
+// shared_ptr for as long as they use a model, so removing one from the registry never pulls it from
+// under a running request.
 #pragma once
 
 #include <map>
@@ -15,9 +16,9 @@
 #include <vector>
 
 #include "constrain/cache.h"
-#include "data/task_definition.h"
 #include "engine/engine.h"
 #include "server/chat_format.h"
+#include "server/model_hooks.h"
 
 namespace shrike::server {
 
@@ -30,10 +31,9 @@ struct ModelInstance {
   ChatFormat chat_format = ChatFormat::Plain;
   // Effective settings, listed under "shrike" in /v1/models (serve.cc: serving_options).
   std::map<std::string, std::string> serving_options;
-  // The model's task (data/task_definition.h): POST /v1/intent answers with it, and with
-  // schema_by_default, requests without a constraint of their own follow its schema.
-  std::optional<data::TaskDefinition> task;
-  bool schema_by_default = true;
+  // What a layer above attached (model_hooks.h; the task layer's task): its default constraint
+  // applies to requests without one of their own. Null: none.
+  std::shared_ptr<ModelAttachment> attachment;
 
   ModelInstance() = default;
   ModelInstance(const ModelInstance&) = delete;
@@ -43,9 +43,7 @@ struct ModelInstance {
 
 class ServedModel {
  public:
-  // Compiles the task's answer constraints now (0.2 s for the built-in task: 9,131 DFA states
-  // with any values; the one with holes for the utterance's values is much smaller), not in the
-  // first requests' latency.
+  // Lets the attachment prepare (ModelAttachment::prepare).
   explicit ServedModel(std::unique_ptr<ModelInstance> instance);
 
   const std::string& name() const { return inst_->name; }
@@ -56,22 +54,17 @@ class ServedModel {
   // A constraint compiled over this model's vocabulary (cached; the vocabulary's trie is built on
   // first use).
   std::shared_ptr<const constrain::Constraint> compile(const constrain::ConstraintSpec& spec);
-  // The task's schema when it constrains requests by default.
+  // The cache compile() uses (made on first use), for its vocabulary.
+  const constrain::ConstraintCache& constraints();
+  // The attachment's default constraint (ModelAttachment::default_spec), or none.
   const std::optional<constrain::ConstraintSpec>& default_spec() const { return default_spec_; }
-  // With default_spec(): the task's answer for one utterance, slot values restricted to its
-  // substrings (constrain/task_answer.h); the rest of the answer keeps the masks shared by
-  // every request.
-  std::shared_ptr<const constrain::Constraint> task_constraint(std::string_view utterance);
-  // The utterance of a completions prompt written in the task's format (instruction +
-  // utterance + "\n", task_format.h), or none.
-  std::optional<std::string> task_utterance(std::string_view prompt) const;
+  ModelAttachment* attachment() const { return inst_->attachment.get(); }
 
  private:
   std::unique_ptr<ModelInstance> inst_;
   std::once_flag constraints_once_;
   std::unique_ptr<constrain::ConstraintCache> constraints_;
   std::optional<constrain::ConstraintSpec> default_spec_;
-  std::shared_ptr<const constrain::Constraint> task_holes_;  // the answer with a hole per value
 };
 
 class ModelRegistry {

@@ -12,7 +12,7 @@ namespace shrike::train {
 
 void save_model(const Transformer<float>& model, const tokenizer::Vocab& vocab,
                 const std::string& name, const std::string& path, const OptimizerState* state,
-                const data::TaskDefinition* task, const std::string& chat_template) {
+                const MetadataWriter& add_metadata, const std::string& chat_template) {
   const model::ModelConfig& c = model.config();
   if (vocab.size() != c.vocab_size)
     throw std::invalid_argument("save_model: the tokenizer has " + std::to_string(vocab.size()) +
@@ -22,7 +22,7 @@ void save_model(const Transformer<float>& model, const tokenizer::Vocab& vocab,
   w.set_string("general.name", name);
   w.set_uint32("general.file_type", 0);  // all F32
   tokenizer::add_vocab_to_gguf(vocab, chat_template, w);
-  if (task) data::add_task_to_gguf(*task, w);
+  if (add_metadata) add_metadata(w);
   const std::vector<float>& p = model.params();
   for (const ParamTensor& t : model.layout()) {
     const std::vector<int64_t> dims =
@@ -86,7 +86,6 @@ TrainableFile load_trainable(const std::string& path) {
   if (!f.has("tokenizer.ggml.tokens")) throw FileError(path + ": the model has no tokenizer");
   out.vocab = tokenizer::vocab_from_gguf(f);
   out.chat_template = f.get_string_or("tokenizer.chat_template", "");
-  out.task = data::task_from_gguf(f);
   std::vector<float>& p = out.model->params();
   for (const ParamTensor& t : out.model->layout()) {
     const gguf::TensorInfo* info = f.find_tensor(t.name);

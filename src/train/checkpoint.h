@@ -4,12 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "data/task_definition.h"
+#include "gguf/gguf.h"
 #include "tokenizer/vocab.h"
 #include "train/transformer.h"
 
@@ -21,21 +22,24 @@ struct OptimizerState {
   std::vector<float> m, v;  // AdamW moments, one per parameter
 };
 
+// Adds the keys of a layer above training to the file being written (the task layer's
+// shrike.task.*, task/task_definition.h), so that what a user's checkpoint carried survives
+// pruning, distillation and quantisation without this layer knowing what it is.
+using MetadataWriter = std::function<void(gguf::GgufWriter&)>;
+
 // Writes the model (and, when state is not null, the optimizer state as extra tensors and keys:
-// not loadable by llama.cpp, which refuses unknown tensors), the task it was trained for when
-// task is not null (data/task_definition.h), and the chat template when not empty, so that what
-// a user's checkpoint carried survives pruning, distillation and quantisation. Throws FileError.
+// not loadable by llama.cpp, which refuses unknown tensors), add_metadata's keys when set, and
+// the chat template when not empty. Throws FileError.
 void save_model(const Transformer<float>& model, const tokenizer::Vocab& vocab,
                 const std::string& name, const std::string& path,
-                const OptimizerState* state = nullptr, const data::TaskDefinition* task = nullptr,
+                const OptimizerState* state = nullptr, const MetadataWriter& add_metadata = {},
                 const std::string& chat_template = "");
 
 struct TrainableFile {
   std::unique_ptr<Transformer<float>> model;
   tokenizer::Vocab vocab;
-  std::string chat_template;                 // tokenizer.chat_template; "" when none
-  OptimizerState state;                      // step 0 and empty moments when the file has none
-  std::optional<data::TaskDefinition> task;  // shrike.task.*, when the file carries a task
+  std::string chat_template;  // tokenizer.chat_template; "" when none
+  OptimizerState state;       // step 0 and empty moments when the file has none
 };
 
 // Reads a model of any architecture the engine runs (llama incl. Llama-3 rope scaling, qwen2,

@@ -84,11 +84,12 @@ std::vector<std::vector<int32_t>> sample_from_teacher(const model::Model& teache
   return out;
 }
 
-std::vector<TaskSequence> next_token_sequences(const std::vector<std::vector<int32_t>>& samples) {
-  std::vector<TaskSequence> seqs;
+std::vector<TrainingSequence> next_token_sequences(
+    const std::vector<std::vector<int32_t>>& samples) {
+  std::vector<TrainingSequence> seqs;
   seqs.reserve(samples.size());
   for (const std::vector<int32_t>& s : samples) {
-    TaskSequence t;
+    TrainingSequence t;
     t.tokens = s;
     t.targets.assign(s.size(), -1);
     for (size_t i = 0; i + 1 < s.size(); ++i) t.targets[i] = s[i + 1];

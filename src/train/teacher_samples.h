@@ -9,7 +9,7 @@
 
 #include "core/thread_pool.h"
 #include "model/model.h"
-#include "train/task_eval.h"
+#include "train/trainer.h"
 
 namespace shrike::train {
 
@@ -31,6 +31,7 @@ std::vector<std::vector<int32_t>> sample_from_teacher(const model::Model& teache
                                                       ThreadPool& pool);
 
 // Language-model training sequences: every position predicts the token after it.
-std::vector<TaskSequence> next_token_sequences(const std::vector<std::vector<int32_t>>& samples);
+std::vector<TrainingSequence> next_token_sequences(
+    const std::vector<std::vector<int32_t>>& samples);
 
 }  // namespace shrike::train

@@ -8,8 +8,6 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "train/task_eval.h"
-
 namespace shrike::train {
 namespace {
 
@@ -34,13 +32,12 @@ std::string format_duration(double s) {
 
 std::string describe(const EpochReport& r) {
   char buf[256];
-  int n = std::snprintf(buf, sizeof buf, "epoch %lld: loss %.4f, %.0f tok/s, %.0f s",
-                        (long long)r.epoch, r.train_loss, r.tokens_per_second, r.seconds);
+  std::snprintf(buf, sizeof buf, "epoch %lld: loss %.4f, %.0f tok/s, %.0f s", (long long)r.epoch,
+                r.train_loss, r.tokens_per_second, r.seconds);
+  std::string out = buf;
   if (r.dev.n > 0)  // nothing to score without dev examples (or for plain text)
-    std::snprintf(buf + n, sizeof buf - size_t(n),
-                  "; dev (%lld): intent %.2f%%, slot F1 %.2f%%, exact %.2f%%", (long long)r.dev.n,
-                  100 * r.dev.intent_accuracy, 100 * r.dev.slot_f1, 100 * r.dev.exact_accuracy);
-  return buf;
+    out += "; dev (" + std::to_string(r.dev.n) + "): " + r.dev.summary;
+  return out;
 }
 
 std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& lengths,
@@ -66,37 +63,8 @@ std::vector<std::vector<int64_t>> make_batches(const std::vector<int64_t>& lengt
   return batches;
 }
 
-void train_task(Transformer<float>& model, const tokenizer::Tokenizer& tok,
-                const std::vector<data::Example>& train, const std::vector<data::Example>& dev,
-                const TrainOptions& opt, OptimizerState& state, ThreadPool& pool,
-                const std::function<void(const EpochReport&)>& on_epoch) {
-  if (train.empty()) throw std::invalid_argument("train: no training examples");
-  const model::ModelConfig& c = model.config();
-  if (tok.n_vocab() != c.vocab_size)
-    throw std::invalid_argument("train: tokenizer and model vocabulary sizes differ");
-  std::vector<TaskSequence> seqs;
-  seqs.reserve(train.size());
-  for (const data::Example& ex : train) {
-    seqs.push_back(encode_task(tok, ex));
-    if (int64_t(seqs.back().tokens.size()) > c.context_length)
-      throw std::invalid_argument("train: an example of " +
-                                  std::to_string(seqs.back().tokens.size()) +
-                                  " tokens exceeds the context length " +
-                                  std::to_string(c.context_length) + ": \"" + ex.text + "\"");
-  }
-  const std::vector<data::Example> dev_subset(
-      dev.begin(), dev.begin() + std::min<int64_t>(int64_t(dev.size()), opt.dev_limit));
-  SequenceEvaluator evaluate;
-  if (!dev_subset.empty())
-    evaluate = [&](const Transformer<float>& trained) {
-      const auto m = to_inference_model(trained);
-      return data::score_task(dev_subset, predict_task(*m, tok, dev_subset, pool));
-    };
-  train_sequences(model, tok.vocab(), seqs, opt, state, pool, evaluate, on_epoch);
-}
-
 void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
-                     const std::vector<TaskSequence>& seqs, const TrainOptions& opt,
+                     const std::vector<TrainingSequence>& seqs, const TrainOptions& opt,
                      OptimizerState& state, ThreadPool& pool, const SequenceEvaluator& evaluate,
                      const std::function<void(const EpochReport&)>& on_epoch) {
   if (seqs.empty()) throw std::invalid_argument("train: no training sequences");
@@ -106,7 +74,7 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
     throw std::invalid_argument("distill: teacher and student vocabularies differ");
   std::vector<int64_t> lengths;
   lengths.reserve(seqs.size());
-  for (const TaskSequence& s : seqs) {
+  for (const TrainingSequence& s : seqs) {
     if (int64_t(s.tokens.size()) > c.context_length)
       throw std::invalid_argument("train: a sequence of " + std::to_string(s.tokens.size()) +
                                   " tokens exceeds the context length " +
@@ -130,8 +98,9 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
 
   model.freeze_embeddings(opt.freeze_embeddings);
   if (opt.freeze_embeddings && !opt.checkpoint_path.empty())
-    throw std::invalid_argument("train: checkpoints of a model with frozen embeddings are not "
-                                "supported (its optimizer state covers part of the parameters)");
+    throw std::invalid_argument(
+        "train: checkpoints of a model with frozen embeddings are not "
+        "supported (its optimizer state covers part of the parameters)");
   // The teacher runs forward only: no gradients, one layer's activations at a time, and its
   // logits a chunk of rows at a time beside the student's. alpha 0 is a label-only fine-tune:
   // the teacher is not consulted at all.

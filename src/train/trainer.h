@@ -1,5 +1,5 @@
-// The training loop over task examples (or any tokenised text): shuffled ragged batches,
-// cross-entropy on the answers
+// The training loop over tokenised sequences (a task's examples are turned into them by the task
+// layer, task/task_training.h): shuffled ragged batches, cross-entropy on the targets
 // (plus, when distilling, temperature-scaled KL against a teacher's logits), AdamW, clipping,
 // warm-up + cosine schedule, dev accuracy after each epoch, checkpoints to resume from.
 #pragma once
@@ -10,12 +10,9 @@
 #include <vector>
 
 #include "core/thread_pool.h"
-#include "data/example.h"
-#include "data/task_scores.h"
-#include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab.h"
 #include "train/checkpoint.h"
 #include "train/optimizer.h"
-#include "train/task_eval.h"
 #include "train/transformer.h"
 
 namespace shrike::train {
@@ -41,35 +38,42 @@ struct TrainOptions {
   bool progress = true;  // a progress line on stderr
 };
 
+// One training sequence: targets[t] is the id position t predicts (-1: no loss there). A task
+// example scores its answer only (task/task_training.h); a language-model text every position.
+struct TrainingSequence {
+  std::vector<int32_t> tokens, targets;
+  int64_t prompt_length = 0;  // tokens before the first target (0 for plain text)
+};
+
+// An epoch's scores on held-out data, from whoever evaluates (the task layer: intent accuracy,
+// slot F1, exact match). n = 0: nothing was scored.
+struct DevScores {
+  int64_t n = 0;
+  std::string summary;  // "intent 99.33%, slot F1 65.26%, exact 80.83%"
+};
+
 struct EpochReport {
   int64_t epoch = 0;
   double train_loss = 0;  // mean per target token over the epoch
   double seconds = 0, tokens_per_second = 0;
-  data::TaskScores dev;
+  DevScores dev;
 };
 
 // "epoch 2: loss 0.1741, 2945 tok/s, 299 s; dev (600): intent 99.33%, slot F1 65.26%, exact
 // 80.83%": one line per epoch for progress output.
 std::string describe(const EpochReport& r);
 
+// What train_sequences reports as an epoch's dev scores.
+using SequenceEvaluator = std::function<DevScores(const Transformer<float>&)>;
+
 // Trains model in place from state (state.step > 0 resumes: the batches already done are
-// skipped, the order being a function of the seed and the epoch). on_epoch is called after each
-// epoch. Throws std::invalid_argument for empty data or sequences longer than the context.
-void train_task(Transformer<float>& model, const tokenizer::Tokenizer& tok,
-                const std::vector<data::Example>& train, const std::vector<data::Example>& dev,
-                const TrainOptions& opt, OptimizerState& state, ThreadPool& pool,
-                const std::function<void(const EpochReport&)>& on_epoch = {});
-
-// What train_sequences reports as an epoch's dev scores (the task's, for task models).
-using SequenceEvaluator = std::function<data::TaskScores(const Transformer<float>&)>;
-
-// The loop under train_task, over sequences already tokenised: targets[t] is the id position t
-// predicts (-1: no loss there), so any text (a teacher's own samples, for a draft model) trains
+// skipped, the order being a function of the seed and the epoch), over sequences already
+// tokenised, so any text (a task's examples, a teacher's own samples for a draft model) trains
 // the same way. vocab goes into the checkpoints; evaluate, when set, fills each epoch's dev
-// scores. Throws std::invalid_argument for no sequences, one longer than the context, or targets
-// not matching their tokens.
+// scores; on_epoch is called after each epoch. Throws std::invalid_argument for no sequences, one
+// longer than the context, or targets not matching their tokens.
 void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
-                     const std::vector<TaskSequence>& seqs, const TrainOptions& opt,
+                     const std::vector<TrainingSequence>& seqs, const TrainOptions& opt,
                      OptimizerState& state, ThreadPool& pool,
                      const SequenceEvaluator& evaluate = {},
                      const std::function<void(const EpochReport&)>& on_epoch = {});

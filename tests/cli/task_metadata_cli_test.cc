@@ -10,9 +10,9 @@
 #include <set>
 
 #include "data/example.h"
-#include "data/task_definition.h"
 #include "gguf/gguf.h"
 #include "run_shrike.h"
+#include "task/task_definition.h"
 
 namespace shrike::testing {
 namespace {
@@ -39,9 +39,9 @@ class TaskMetadataCli : public ::testing::Test {
 };
 
 TEST_F(TaskMetadataCli, TrainWritesItAndEveryWriterKeepsIt) {
-  const auto task = data::task_from_gguf(gguf::GgufFile::open(path("t.gguf")));
+  const auto task = task::task_from_gguf(gguf::GgufFile::open(path("t.gguf")));
   ASSERT_TRUE(task);
-  EXPECT_EQ(*task, data::task_definition_from(data::read_examples(path("d/train.jsonl"))));
+  EXPECT_EQ(*task, task::task_definition_from(data::read_examples(path("d/train.jsonl"))));
   EXPECT_EQ(task->instruction, "intent+slots: ");
   EXPECT_GT(task->intents.size(), 5u);
   ok("prune " + path("t.gguf") + " -o " + path("p.gguf") + " --calib " + path("d/dev.jsonl"));
@@ -49,7 +49,7 @@ TEST_F(TaskMetadataCli, TrainWritesItAndEveryWriterKeepsIt) {
   ok("distill --teacher " + path("t.gguf") + " --student-preset draft --data " +
      path("d/train.jsonl") + " --epochs 1 --no-progress -o " + path("s.gguf"));
   for (const char* out : {"p.gguf", "q.gguf", "s.gguf"}) {
-    const auto kept = data::task_from_gguf(gguf::GgufFile::open(path(out)));
+    const auto kept = task::task_from_gguf(gguf::GgufFile::open(path(out)));
     ASSERT_TRUE(kept) << out;
     EXPECT_EQ(*kept, *task) << out;
   }
@@ -85,9 +85,9 @@ TEST_F(TaskMetadataCli, TaskSetAttachesATaskToAnyModel) {
   ok("synth -o " + path("plain.gguf") + " --dim 64 --layers 2 --heads 4 --ffn 128 --vocab 512");
   EXPECT_NE(ok("task show " + path("plain.gguf")).out.find("no task"), std::string::npos);
   ok("task set " + path("plain.gguf") + " --data " + path("d") + " -o " + path("with.gguf"));
-  const auto task = data::task_from_gguf(gguf::GgufFile::open(path("with.gguf")));
+  const auto task = task::task_from_gguf(gguf::GgufFile::open(path("with.gguf")));
   ASSERT_TRUE(task);
-  EXPECT_EQ(*task, *data::task_from_gguf(gguf::GgufFile::open(path("t.gguf"))));
+  EXPECT_EQ(*task, *task::task_from_gguf(gguf::GgufFile::open(path("t.gguf"))));
   const CommandResult shown = ok("task show " + path("with.gguf"));
   EXPECT_NE(shown.out.find("order_status"), std::string::npos) << shown.out;
   const CommandResult ev = ok("eval -m " + path("with.gguf") + " --task " + path("d/test.jsonl") +
@@ -97,7 +97,7 @@ TEST_F(TaskMetadataCli, TaskSetAttachesATaskToAnyModel) {
   // From a label list; a second set replaces the first.
   ok("task set " + path("with.gguf") + " --intents refund,greet --slots order_id -o " +
      path("list.gguf"));
-  const auto listed = data::task_from_gguf(gguf::GgufFile::open(path("list.gguf")));
+  const auto listed = task::task_from_gguf(gguf::GgufFile::open(path("list.gguf")));
   ASSERT_TRUE(listed);
   EXPECT_EQ(listed->intents, (std::vector<std::string>{"greet", "refund"}));
   EXPECT_EQ(listed->slots, (std::vector<std::string>{"order_id"}));

@@ -12,7 +12,7 @@
 #include <set>
 #include <sstream>
 
-#include "data/task_format.h"
+#include "task/task_format.h"
 
 namespace shrike::data {
 namespace {
@@ -53,7 +53,8 @@ TEST(Recall, ExampleHasExactDistanceAndOneKey) {
       EXPECT_EQ(std::count_if(w.begin(), w.end(),
                               [](const std::string& s) { return s.starts_with("code"); }),
                 2);
-      EXPECT_EQ(task_answer(ex), "{\"intent\":\"recall\",\"slots\":{\"code\":\"" + key + "\"}}");
+      EXPECT_EQ(task::task_answer(ex),
+                "{\"intent\":\"recall\",\"slots\":{\"code\":\"" + key + "\"}}");
     }
   }
 }

@@ -22,8 +22,8 @@
 #include "shared_data.h"
 #include "tokenizer/vocab.h"
 #include "train/checkpoint.h"
+#include "train/inference_model.h"
 #include "train/presets.h"
-#include "train/task_eval.h"
 #include "train/teacher_samples.h"
 #include "train/trainer.h"
 

@@ -15,12 +15,12 @@
 #include "core/file_buffer.h"
 #include "core/thread_pool.h"
 #include "data/generator.h"
-#include "data/task_format.h"
 #include "gguf/gguf.h"
 #include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "model/synth.h"
 #include "shared_data.h"
+#include "task/task_format.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocab_trim.h"
@@ -42,8 +42,8 @@ tokenizer::Tokenizer spm_tokenizer() {
 std::vector<std::string> task_texts(const std::vector<data::Example>& examples) {
   std::vector<std::string> texts;
   for (const data::Example& ex : examples) {
-    texts.push_back(data::task_prompt(ex.text));
-    texts.push_back(data::task_answer(ex));
+    texts.push_back(task::task_prompt(ex.text));
+    texts.push_back(task::task_answer(ex));
   }
   return texts;
 }
@@ -297,8 +297,8 @@ TEST_P(VocabTrimModel, LogitsAtKeptIdsAndRowsAreTheFullModels) {
   for (size_t i = 0; i < kept.size(); ++i) new_id[size_t(kept[i])] = int32_t(i);
   ThreadPool pool(2);
   for (size_t e = 0; e < 3; ++e) {
-    std::vector<int32_t> ids = tok.encode(data::task_prompt(examples[e].text), true);
-    for (int32_t id : tok.encode(data::task_answer(examples[e]), false)) ids.push_back(id);
+    std::vector<int32_t> ids = tok.encode(task::task_prompt(examples[e].text), true);
+    for (int32_t id : tok.encode(task::task_answer(examples[e]), false)) ids.push_back(id);
     std::vector<int32_t> trimmed_ids;
     for (int32_t id : ids) trimmed_ids.push_back(new_id[size_t(id)]);
     const auto n = int64_t(ids.size());

@@ -14,9 +14,9 @@
 #include <set>
 
 #include "data/example.h"
-#include "data/task_definition.h"
 #include "gguf/gguf.h"
 #include "run_shrike.h"
+#include "task/task_definition.h"
 
 namespace fs = std::filesystem;
 using shrike::testing::CommandResult;
@@ -148,7 +148,7 @@ TEST_P(OptimizeUsers, OneCommandFromTheirModelAndData) {
       EXPECT_EQ(train_texts.count(e.text), 0u) << e.text;
   for (const std::string& l : labels) EXPECT_EQ(l.rfind(u.name + "_", 0), 0u) << l;
   const auto task =
-      shrike::data::task_from_gguf(shrike::gguf::GgufFile::open(path("out/teacher.gguf")));
+      shrike::task::task_from_gguf(shrike::gguf::GgufFile::open(path("out/teacher.gguf")));
   ASSERT_TRUE(task);
   for (const std::string& l : task->intents) EXPECT_EQ(l.rfind(u.name + "_", 0), 0u) << l;
   // The trimmed student keeps far fewer tokens than the user's vocabulary.

@@ -19,8 +19,10 @@
 #include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "shared_data.h"
+#include "task/task_eval.h"
+#include "task/task_training.h"
 #include "tokenizer/vocab.h"
-#include "train/task_eval.h"
+#include "train/inference_model.h"
 #include "train/transformer.h"
 
 namespace shrike::quant {
@@ -333,7 +335,7 @@ tokenizer::Tokenizer small_tokenizer() {
   for (const char* t : {"where is my order", "cancel the order please", "the code is 4K7Q",
                         "a quiet river runs past the old mill"})
     ex.push_back({t, "x", {}, "en"});
-  return tokenizer::Tokenizer(train::train_task_tokenizer(ex, train::task_tokenizer_options(300)));
+  return tokenizer::Tokenizer(task::train_task_tokenizer(ex, task::task_tokenizer_options(300)));
 }
 
 TEST(KlEval, TextWindowsPredictEveryTokenOnce) {
@@ -372,22 +374,22 @@ TEST(KlEval, GreedyTaskAnswersDecodeAsTrainingEvalDoes) {
   std::vector<data::Example> ex;
   for (const char* text : {"where is my order", "the code is 4K7Q", "cancel it"})
     ex.push_back({text, "x", {}, "en"});
-  const auto expected = train::generate_answers(*m, tok, ex, pool, 12, 2);
+  const auto expected = task::generate_answers(*m, tok, ex, pool, 12, 2);
   ASSERT_FALSE(expected[0].empty());
   // An f32 cache from the factory decodes exactly as the default cache.
-  EXPECT_EQ(train::generate_answers(*m, tok, ex, pool, 12, 2, kv_cache_factory({})), expected);
+  EXPECT_EQ(task::generate_answers(*m, tok, ex, pool, 12, 2, kv_cache_factory({})), expected);
 }
 
 TEST(KlEval, TaskSequencesScoreTheAnswerOnly) {
   const tokenizer::Tokenizer tok = small_tokenizer();
   const data::Example ex{"where is my order", "order_status", {{"order", "my order"}}, "en"};
-  const auto seqs = task_sequences(tok, {ex});
+  const auto seqs = task::task_sequences(tok, {ex});
   ASSERT_EQ(seqs.size(), 1u);
-  const train::TaskSequence t = train::encode_task(tok, ex);
+  const train::TrainingSequence t = task::encode_task(tok, ex);
   EXPECT_EQ(seqs[0].tokens, t.tokens);
   std::vector<int32_t> scored_targets(seqs[0].tokens.begin() + seqs[0].first_scored + 1,
                                       seqs[0].tokens.end());
-  std::vector<int32_t> answer = tok.encode(data::task_answer(ex), false);
+  std::vector<int32_t> answer = tok.encode(task::task_answer(ex), false);
   answer.push_back(tok.eos());
   EXPECT_EQ(scored_targets, answer);
 }

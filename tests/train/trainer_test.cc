@@ -7,14 +7,20 @@
 #include <filesystem>
 
 #include "data/generator.h"
+#include "task/task_eval.h"
+#include "task/task_training.h"
 #include "tokenizer/bpe_trainer.h"
 #include "train/checkpoint.h"
+#include "train/inference_model.h"
 #include "train/presets.h"
-#include "train/task_eval.h"
 #include "train/teacher_samples.h"
 
 namespace shrike::train {
 namespace {
+
+using task::encode_task;
+using task::predict_task;
+using task::train_task;
 
 struct Fixture {
   std::vector<data::Example> examples;
@@ -33,8 +39,8 @@ const Fixture& fixture() {
     out.examples = data::generate_dataset(g).train;
     std::vector<std::string> texts;
     for (const auto& ex : out.examples) {
-      texts.push_back(data::task_prompt(ex.text));
-      texts.push_back(data::task_answer(ex));
+      texts.push_back(task::task_prompt(ex.text));
+      texts.push_back(task::task_answer(ex));
     }
     tokenizer::BpeTrainOptions bo;
     bo.vocab_size = 400;
@@ -74,7 +80,7 @@ TEST(Trainer, TinyModelLearnsItsTrainingSet) {
   EXPECT_GT(losses.front(), 4.0);  // ~ln(400) at the start
   EXPECT_LT(losses.back(), 0.2);
   const auto scores =
-      data::score_task(f.examples, predict_task(*to_inference_model(*m), tok, f.examples, pool));
+      task::score_task(f.examples, predict_task(*to_inference_model(*m), tok, f.examples, pool));
   EXPECT_GE(scores.intent_accuracy, 0.9);
   EXPECT_GE(scores.slot_f1, 0.8);
 }
@@ -201,7 +207,7 @@ TEST(Trainer, DistillationPullsTheStudentTowardsTheTeacher) {
   student->init_random(77);
   TokenBatch all;
   for (const auto& ex : f.examples) {
-    const TaskSequence s = encode_task(tok, ex);
+    const TrainingSequence s = encode_task(tok, ex);
     all.add(s.tokens, s.targets);
   }
   const double before = mean_kl(*teacher, *student, all, pool);
@@ -252,7 +258,7 @@ TEST(Trainer, FreshDraftStudentDistillsFromTheTeacher) {
   student->init_random(7);
   TokenBatch all;
   for (const auto& ex : f.examples) {
-    const TaskSequence s = encode_task(tok, ex);
+    const TrainingSequence s = encode_task(tok, ex);
     all.add(s.tokens, s.targets);
   }
   const double before = mean_kl(*teacher, *student, all, pool);

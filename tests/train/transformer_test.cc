@@ -10,8 +10,8 @@
 #include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "train/checkpoint.h"
+#include "train/inference_model.h"
 #include "train/optimizer.h"
-#include "train/task_eval.h"
 
 namespace shrike::train {
 namespace {

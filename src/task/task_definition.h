@@ -5,10 +5,11 @@
 //   shrike.task.intents     the label set, sorted
 //   shrike.task.slots       the slot names, sorted (std::map order, as answers list them)
 // `shrike train` writes it; distill, prune and quantize copy it; `shrike serve` constrains
-// answers to the task's labels and slot names by default (constrain/task_answer.h says how)
+// answers to the task's labels and slot names by default (task/answer_constraint.h says how)
 // and offers POST /v1/intent.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,7 +17,7 @@
 #include "data/example.h"
 #include "gguf/gguf.h"
 
-namespace shrike::data {
+namespace shrike::task {
 
 inline constexpr const char* kTaskFormatV1 = "intent_slots_v1";
 
@@ -29,11 +30,17 @@ struct TaskDefinition {
 };
 
 // The labels and slot names of the examples, with this build's instruction.
-TaskDefinition task_definition_from(const std::vector<Example>& examples);
+TaskDefinition task_definition_from(const std::vector<data::Example>& examples);
 
 void add_task_to_gguf(const TaskDefinition& task, gguf::GgufWriter& w);
+// What train::save_model (and the other writers of a model file) take to carry the task on:
+// add_task_to_gguf when there is a task, nothing otherwise.
+std::function<void(gguf::GgufWriter&)> task_metadata(const std::optional<TaskDefinition>& task);
 // The model's task, or none when the file has no shrike.task.format. Throws FileError for a
 // format this build does not know, an empty label set, or keys of the wrong type.
 std::optional<TaskDefinition> task_from_gguf(const gguf::GgufFile& f);
+// The task of a model file: a GGUF's (task_from_gguf), none for a Hugging Face folder (which has
+// no place for one: `shrike task set` attaches one to the converted GGUF).
+std::optional<TaskDefinition> task_of_model(const std::string& path);
 
-}  // namespace shrike::data
+}  // namespace shrike::task

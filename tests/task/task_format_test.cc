@@ -1,9 +1,11 @@
-#include "data/task_format.h"
+#include "task/task_format.h"
 
 #include <gtest/gtest.h>
 
-namespace shrike::data {
+namespace shrike::task {
 namespace {
+
+using data::Example;
 
 Example make(std::string text, std::string intent, std::map<std::string, std::string> slots) {
   return Example{std::move(text), std::move(intent), std::move(slots), "en"};
@@ -115,4 +117,4 @@ TEST(TaskFormat, DeeplyNestedGarbageDoesNotCrash) {
 }
 
 }  // namespace
-}  // namespace shrike::data
+}  // namespace shrike::task

@@ -1,12 +1,14 @@
-#include "data/task_scores.h"
+#include "task/task_scores.h"
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-namespace shrike::data {
+namespace shrike::task {
 namespace {
+
+using data::Example;
 
 using Slots = std::map<std::string, std::string>;
 
@@ -153,4 +155,4 @@ TEST(Metrics, ReportAndJson) {
 }
 
 }  // namespace
-}  // namespace shrike::data
+}  // namespace shrike::task

@@ -1,25 +1,10 @@
-#include "train/task_eval.h"
+#include "task/task_eval.h"
 
 #include <algorithm>
 
 #include "kv/contiguous_kv.h"
-#include "model/weight_binding.h"
 
-namespace shrike::train {
-
-TaskSequence encode_task(const tokenizer::Tokenizer& tok, const data::Example& ex) {
-  TaskSequence s;
-  s.tokens = encode_task_prompt(tok, ex.text);
-  s.prompt_length = int64_t(s.tokens.size());
-  std::vector<int32_t> answer = tok.encode(data::task_answer(ex), /*add_bos=*/false);
-  answer.push_back(tok.eos());
-  s.tokens.insert(s.tokens.end(), answer.begin(), answer.end());
-  // Position t predicts token t + 1: the last prompt position predicts the first answer token.
-  s.targets.assign(s.tokens.size(), -1);
-  for (size_t t = size_t(s.prompt_length) - 1; t + 1 < s.tokens.size(); ++t)
-    s.targets[t] = s.tokens[t + 1];
-  return s;
-}
+namespace shrike::task {
 
 tokenizer::BpeTrainOptions task_tokenizer_options(int32_t vocab_size) {
   tokenizer::BpeTrainOptions o;
@@ -35,24 +20,10 @@ tokenizer::Vocab train_task_tokenizer(const std::vector<data::Example>& examples
   std::vector<std::string> texts;
   texts.reserve(2 * examples.size());
   for (const data::Example& ex : examples) {
-    texts.push_back(data::task_prompt(ex.text));
-    texts.push_back(data::task_answer(ex));
+    texts.push_back(task::task_prompt(ex.text));
+    texts.push_back(task::task_answer(ex));
   }
   return tokenizer::train_bpe(texts, opt);
-}
-
-std::unique_ptr<model::Model> to_inference_model(const Transformer<float>& t) {
-  const std::vector<float>& p = t.params();
-  const model::WeightSource src{
-      [&](const std::string& name, int64_t rows, int64_t cols) {
-        const ParamTensor& pt = t.tensor(name);
-        return kernels::PackedMatrix::pack(DType::F32, rows, cols, p.data() + pt.offset);
-      },
-      [&](const std::string& name, int64_t n) {
-        const ParamTensor& pt = t.tensor(name);
-        return std::vector<float>(p.data() + pt.offset, p.data() + pt.offset + n);
-      }};
-  return std::make_unique<model::Model>(t.config(), model::bind_weights(t.config(), src));
 }
 
 std::vector<std::string> generate_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
@@ -122,14 +93,14 @@ std::vector<std::string> generate_answers(const model::Model& m, const tokenizer
   return out;
 }
 
-std::vector<data::TaskPrediction> predict_task(const model::Model& m,
+std::vector<task::TaskPrediction> predict_task(const model::Model& m,
                                                const tokenizer::Tokenizer& tok,
                                                const std::vector<data::Example>& examples,
                                                ThreadPool& pool) {
-  std::vector<data::TaskPrediction> out;
+  std::vector<task::TaskPrediction> out;
   for (const std::string& text : generate_answers(m, tok, examples, pool))
-    out.push_back(data::parse_task_answer(text));
+    out.push_back(task::parse_task_answer(text));
   return out;
 }
 
-}  // namespace shrike::train
+}  // namespace shrike::task

@@ -1,8 +1,8 @@
-#include "data/task_format.h"
+#include "task/task_format.h"
 
 #include <nlohmann/json.hpp>
 
-namespace shrike::data {
+namespace shrike::task {
 namespace {
 
 // The index one past the '}' that closes the object opening at text[open], or npos when the text
@@ -72,7 +72,7 @@ std::string task_utterance(std::string_view text) {
   return p.substr(kTaskInstruction.size(), p.size() - kTaskInstruction.size() - 1);
 }
 
-std::string task_answer(const Example& example) {
+std::string task_answer(const data::Example& example) {
   nlohmann::ordered_json j;
   j["intent"] = example.intent;
   j["slots"] = nlohmann::ordered_json::object();
@@ -111,4 +111,4 @@ TaskPrediction parse_task_answer(std::string_view generated) {
   return pred;
 }
 
-}  // namespace shrike::data
+}  // namespace shrike::task

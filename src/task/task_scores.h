@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "data/example.h"
-#include "data/task_format.h"
+#include "task/task_format.h"
 
-namespace shrike::data {
+namespace shrike::task {
 
 // The numbers for one group of examples (all of them, or one language).
 //
@@ -54,7 +54,8 @@ struct TaskScores : ScoreCounts {
 };
 
 // pred[i] is the model's answer for gold[i]. Throws std::invalid_argument when the sizes differ.
-TaskScores score_task(const std::vector<Example>& gold, const std::vector<TaskPrediction>& pred);
+TaskScores score_task(const std::vector<data::Example>& gold,
+                      const std::vector<TaskPrediction>& pred);
 
 // A readable report: the overall numbers, one line per language, the top_confusions commonest
 // confusions.
@@ -63,4 +64,4 @@ std::string format_scores(const TaskScores& scores, int top_confusions = 10);
 // Every number of scores as one JSON object (indented), for scripts and result files.
 std::string scores_json(const TaskScores& scores);
 
-}  // namespace shrike::data
+}  // namespace shrike::task

@@ -2,7 +2,7 @@
 // order and repeatable, values bounded JSON strings; and, token by token through a vocabulary
 // whose tokens cross the JSON punctuation, a free-form answer with its slots out of sorted order
 // and a name repeated is allowed at every step.
-#include "constrain/task_answer.h"
+#include "task/answer_constraint.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,10 @@
 #include "constrain/constraint.h"
 #include "constrain/error.h"
 
-namespace shrike::constrain {
+namespace shrike::task {
 namespace {
+
+using namespace constrain;
 
 const std::vector<std::string> kIntents{"cancel_order", "order_status"};
 const std::vector<std::string> kSlots{"date", "order_id"};
@@ -175,4 +177,4 @@ TEST(TaskValues, AFilledAnswerTakesValuesFromTheUtteranceOnly) {
 }
 
 }  // namespace
-}  // namespace shrike::constrain
+}  // namespace shrike::task

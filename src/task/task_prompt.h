@@ -6,15 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "data/task_format.h"
+#include "task/task_format.h"
 #include "tokenizer/tokenizer.h"
 
-namespace shrike::train {
+namespace shrike::task {
 
 // The prompt alone (BOS included), as inference feeds it.
 inline std::vector<int32_t> encode_task_prompt(const tokenizer::Tokenizer& tok,
                                                const std::string& text) {
-  return tok.encode(data::task_prompt(text), /*add_bos=*/true);
+  return tok.encode(task::task_prompt(text), /*add_bos=*/true);
 }
 
-}  // namespace shrike::train
+}  // namespace shrike::task

@@ -1,4 +1,4 @@
-#include "constrain/task_answer.h"
+#include "task/answer_constraint.h"
 
 #include <nlohmann/json.hpp>
 
@@ -6,7 +6,14 @@
 #include "constrain/error.h"
 #include "constrain/json_schema.h"
 
-namespace shrike::constrain {
+namespace shrike::task {
+
+using constrain::Automaton;
+using constrain::ConstraintError;
+using constrain::Frag;
+using constrain::json_string_char;
+using constrain::kHoleByte;
+using constrain::Nfa;
 namespace {
 
 // "name" as JSON writes it (quotes included), after checking it can be written.
@@ -90,4 +97,14 @@ Automaton task_values_automaton(std::string_view utterance) {
   return Automaton::determinize(nfa, {start, accept});
 }
 
-}  // namespace shrike::constrain
+constrain::ConstraintSpec task_answer_spec(const TaskDefinition& task) {
+  // The key names the labels, then the slot names (each cache is per model, but the key must
+  // still say which answer this automaton is).
+  std::string key = "task:";
+  for (const auto& c : task.intents) key += std::to_string(c.size()) + ":" + c;
+  key += ";";
+  for (const auto& c : task.slots) key += std::to_string(c.size()) + ":" + c;
+  return constrain::automaton_spec(std::move(key), task_answer_automaton(task.intents, task.slots));
+}
+
+}  // namespace shrike::task

@@ -1,7 +1,7 @@
 // The task definition a model carries: derived from the examples, round-tripped through GGUF
 // metadata, refused when malformed, and its answer constraint accepts the answers task_answer()
 // writes and what the free-form reader reads, with the task's names only.
-#include "data/task_definition.h"
+#include "task/task_definition.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -10,10 +10,13 @@
 
 #include "constrain/spec.h"
 #include "core/file_buffer.h"
-#include "data/task_format.h"
+#include "task/answer_constraint.h"
+#include "task/task_format.h"
 
-namespace shrike::data {
+namespace shrike::task {
 namespace {
+
+using data::Example;
 
 std::vector<Example> examples() {
   return {
@@ -81,8 +84,7 @@ TEST(TaskDefinition, UnknownFormatOrNoLabelsIsAFileError) {
 
 TEST(TaskDefinition, AnswerConstraintAcceptsWhatTheReaderReadsWithTheTasksNames) {
   const TaskDefinition t = task_definition_from(examples());
-  const constrain::Automaton a =
-      constrain::compile(constrain::task_answer_spec(t.intents, t.slots));
+  const constrain::Automaton a = constrain::compile(task_answer_spec(t));
   for (const Example& e : examples()) EXPECT_TRUE(a.matches(task_answer(e))) << task_answer(e);
   EXPECT_TRUE(a.matches(R"({"intent":"cancel_order","slots":{}})"));
   // Out of sorted order, and a repeated name: the free-form reader takes both (the last value
@@ -102,4 +104,4 @@ TEST(TaskDefinition, AnswerConstraintAcceptsWhatTheReaderReadsWithTheTasksNames)
 }
 
 }  // namespace
-}  // namespace shrike::data
+}  // namespace shrike::task

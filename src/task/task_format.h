@@ -12,7 +12,7 @@
 
 #include "data/example.h"
 
-namespace shrike::data {
+namespace shrike::task {
 
 // The instruction in front of every utterance. Short on purpose: every training example pays for
 // its tokens.
@@ -28,7 +28,7 @@ std::string task_utterance(std::string_view text);
 
 // {"intent":...,"slots":{...}} with no spaces, slot names in std::map order, UTF-8 written raw
 // (only '"', '\\' and control characters are escaped; invalid UTF-8 becomes U+FFFD).
-std::string task_answer(const Example& example);
+std::string task_answer(const data::Example& example);
 
 struct TaskPrediction {
   bool parsed = false;  // a complete JSON object with a string "intent" was found
@@ -45,4 +45,4 @@ struct TaskPrediction {
 // empty.
 TaskPrediction parse_task_answer(std::string_view generated);
 
-}  // namespace shrike::data
+}  // namespace shrike::task

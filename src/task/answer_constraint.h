@@ -1,9 +1,9 @@
-// The answer of an intent/slot task model (data/task_format.h: {"intent":...,"slots":{...}},
+// The answer of an intent/slot task model (task/task_format.h: {"intent":...,"slots":{...}},
 // compact) as a byte automaton: what a task model's answers are constrained to by default
 // (`shrike serve`, `shrike eval --task-schema on`).
 //
 // It is not a JSON schema on purpose. It accepts what the free-form reader
-// (data::parse_task_answer) reads, restricted to the task's names: the intent one of the labels,
+// (task::parse_task_answer) reads, restricted to the task's names: the intent one of the labels,
 // then up to max_pairs "name":"value" pairs, each name one of the slot names, in any order, a
 // name allowed to repeat (the reader keeps the last value), each value a JSON string of at most
 // max_value_chars code points. A schema would fix one order and forbid repeats, and a model that
@@ -20,8 +20,10 @@
 #include <vector>
 
 #include "constrain/automaton.h"
+#include "constrain/spec.h"
+#include "task/task_definition.h"
 
-namespace shrike::constrain {
+namespace shrike::task {
 
 // Slot values longer than this are refused: a model stuck repeating itself inside a value
 // ("5-5-5-5...") must still close the answer within its token budget. The built-in data's
@@ -42,17 +44,21 @@ enum class TaskValues { AnyString, Hole };
 
 // Throws ConstraintError when there is no intent, a name is empty or not valid UTF-8, or a bound
 // is below 1.
-Automaton task_answer_automaton(const std::vector<std::string>& intents,
-                                const std::vector<std::string>& slots,
-                                int max_value_chars = kTaskValueMaxChars,
-                                int max_pairs = kTaskMaxSlotPairs,
-                                TaskValues values = TaskValues::AnyString);
+constrain::Automaton task_answer_automaton(const std::vector<std::string>& intents,
+                                           const std::vector<std::string>& slots,
+                                           int max_value_chars = kTaskValueMaxChars,
+                                           int max_pairs = kTaskMaxSlotPairs,
+                                           TaskValues values = TaskValues::AnyString);
+
+// The task's answer as a constraint spec (an automaton spec keyed by the labels and slot names):
+// what a task model's requests follow by default.
+constrain::ConstraintSpec task_answer_spec(const TaskDefinition& task);
 
 // The slot values an utterance allows: its non-empty substrings, cut at character boundaries,
-// as JSON string content (each character as data::task_answer writes it: raw UTF-8, with '"',
+// as JSON string content (each character as task::task_answer writes it: raw UTF-8, with '"',
 // '\\' and control characters escaped; invalid UTF-8 as U+FFFD). The gold values of the built-in
 // data are always such substrings. About 2 DFA states per byte of the text (the substring
 // automaton of a string is linear in its length). Throws ConstraintError for an empty text.
-Automaton task_values_automaton(std::string_view utterance);
+constrain::Automaton task_values_automaton(std::string_view utterance);
 
-}  // namespace shrike::constrain
+}  // namespace shrike::task

@@ -1,16 +1,17 @@
-#include "data/task_definition.h"
+#include "task/task_definition.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "core/file_buffer.h"
-#include "data/task_format.h"
+#include "task/task_format.h"
 
-namespace shrike::data {
+namespace shrike::task {
 
-TaskDefinition task_definition_from(const std::vector<Example>& examples) {
+TaskDefinition task_definition_from(const std::vector<data::Example>& examples) {
   std::set<std::string> intents, slots;
-  for (const Example& e : examples) {
+  for (const data::Example& e : examples) {
     intents.insert(e.intent);
     for (const auto& [name, value] : e.slots) slots.insert(name);
   }
@@ -26,6 +27,17 @@ void add_task_to_gguf(const TaskDefinition& task, gguf::GgufWriter& w) {
   w.set_string("shrike.task.instruction", task.instruction);
   w.set_string_array("shrike.task.intents", task.intents);
   w.set_string_array("shrike.task.slots", task.slots);
+}
+
+std::function<void(gguf::GgufWriter&)> task_metadata(const std::optional<TaskDefinition>& task) {
+  if (!task) return {};
+  return [t = *task](gguf::GgufWriter& w) { add_task_to_gguf(t, w); };
+}
+
+std::optional<TaskDefinition> task_of_model(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) return std::nullopt;
+  return task_from_gguf(gguf::GgufFile::open(path));
 }
 
 std::optional<TaskDefinition> task_from_gguf(const gguf::GgufFile& f) {
@@ -45,4 +57,4 @@ std::optional<TaskDefinition> task_from_gguf(const gguf::GgufFile& f) {
   return t;
 }
 
-}  // namespace shrike::data
+}  // namespace shrike::task

@@ -1,18 +1,18 @@
-#include "data/task_scores.h"
+#include "task/task_scores.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
-namespace shrike::data {
+namespace shrike::task {
 namespace {
 
 double ratio(int64_t num, int64_t den) {
   return den > 0 ? double(num) / double(den) : 0.0;
 }
 
-void add_example(ScoreCounts& c, const Example& gold, const TaskPrediction& pred) {
+void add_example(ScoreCounts& c, const data::Example& gold, const TaskPrediction& pred) {
   ++c.n;
   const bool intent_ok = pred.intent == gold.intent;
   c.intent_correct += intent_ok;
@@ -68,7 +68,8 @@ nlohmann::ordered_json counts_json(const ScoreCounts& c) {
 
 }  // namespace
 
-TaskScores score_task(const std::vector<Example>& gold, const std::vector<TaskPrediction>& pred) {
+TaskScores score_task(const std::vector<data::Example>& gold,
+                      const std::vector<TaskPrediction>& pred) {
   if (gold.size() != pred.size())
     throw std::invalid_argument("score_task: " + std::to_string(gold.size()) +
                                 " gold examples but " + std::to_string(pred.size()) +
@@ -146,4 +147,4 @@ std::string scores_json(const TaskScores& s) {
   return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-}  // namespace shrike::data
+}  // namespace shrike::task
