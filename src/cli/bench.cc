@@ -75,8 +75,9 @@ int run_bench(BenchArgs a) {
     SpecBenchOptions o{a.model, a.spec_prompts, false, a.n, a.threads, a.repeats, a.json, {}, 0};
     if (!a.spec_task.empty()) {  // task prompts, as training and evaluation encode them
       const auto examples = data::read_examples(a.spec_task);
+      const task::PromptFormat format = task::prompt_format_of(task::task_of_model(a.model));
       for (size_t i = 0; i < examples.size() && int64_t(i) < a.spec_limit; ++i)
-        o.prompts.push_back(task::task_prompt(examples[i].text));
+        o.prompts.push_back(format.text(examples[i].text));
       o.bos = true;
     }
     o.concurrency = a.spec_concurrency;

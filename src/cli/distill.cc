@@ -175,7 +175,8 @@ int run_distill(DistillArgs a) {
     // term teaches the student the teacher's whole distribution on them.
     auto extra = data::read_examples(a.unlabeled);
     const auto m = train::to_inference_model(*teacher.model);
-    const auto answers = task::predict_task(*m, tok, extra, pool);
+    const auto answers =
+        task::predict_task(*m, tok, extra, pool, task::prompt_format_of(carried_task(a)));
     int64_t used = 0;
     for (size_t i = 0; i < extra.size(); ++i) {
       if (!answers[i].parsed) continue;
@@ -190,13 +191,17 @@ int run_distill(DistillArgs a) {
 
   report_memory(*teacher.model, *student.model, a.opt);
   train::OptimizerState state;
-  task::train_task(*student.model, tok, train_set, dev_set, a.opt, state, pool,
-                   [](const train::EpochReport& r) { report("distill", r); });
+  // The student reads the prompts the teacher's task defines.
+  const task::PromptFormat format = task::prompt_format_of(carried_task(a));
+  task::train_task(
+      *student.model, tok, train_set, dev_set, a.opt, state, pool,
+      [](const train::EpochReport& r) { report("distill", r); }, format);
   if (a.finetune_epochs > 0) {
     const train::TrainOptions ft = finetune_options(a);
     train::OptimizerState ft_state;
-    task::train_task(*student.model, tok, train_set, dev_set, ft, ft_state, pool,
-                     [](const train::EpochReport& r) { report("fine-tune", r); });
+    task::train_task(
+        *student.model, tok, train_set, dev_set, ft, ft_state, pool,
+        [](const train::EpochReport& r) { report("fine-tune", r); }, format);
   }
   const std::string chat_template = chat_template_of(student, teacher);
   release_training_memory(teacher, student, state);

@@ -53,13 +53,17 @@ struct EvalArgs {
 };
 
 // --task-schema: the answers through the engine, with the schema of the model's task or without.
+// The model's task (a GGUF's shrike.task.*), or none.
+std::optional<task::TaskDefinition> model_task(const EvalArgs& a) {
+  if (std::filesystem::path(a.model).extension() != ".gguf") return std::nullopt;
+  return task::task_from_gguf(gguf::GgufFile::open(a.model));
+}
+
 std::vector<std::string> engine_answers(const EvalArgs& a, const model::Model& model,
                                         const tokenizer::Tokenizer& tok,
                                         const std::vector<data::Example>& examples, int threads,
                                         nlohmann::ordered_json& json) {
-  std::optional<task::TaskDefinition> task;
-  if (std::filesystem::path(a.model).extension() == ".gguf")
-    task = task::task_from_gguf(gguf::GgufFile::open(a.model));
+  const std::optional<task::TaskDefinition> task = model_task(a);
   const bool on = a.task_schema == "on";
   if (on && !task)
     throw std::invalid_argument("--task-schema on: " + a.model +
@@ -67,7 +71,7 @@ std::vector<std::string> engine_answers(const EvalArgs& a, const model::Model& m
                                 "train)");
   const EngineTaskAnswers r =
       engine_task_answers(model, tok, examples, on ? &*task : nullptr, !a.no_jump_forward, threads,
-                          a.task_values == "utterance");
+                          a.task_values == "utterance", 96, task::prompt_format_of(task));
   int64_t steps = 0, tokens = 0, parsed = 0, labelled = 0;
   for (size_t i = 0; i < r.texts.size(); ++i) {
     steps += r.model_steps[i];
@@ -190,11 +194,13 @@ int run_eval(EvalArgs a) {
     json["kv_chunk"] = opt.scored_chunk;
   }
 
+  // The prompts as the model's task writes them (the default format for a model without one).
+  const task::PromptFormat format = task::prompt_format_of(model_task(a));
   if (!a.task.empty()) {
     // Decoding runs a prompt in one call, then a token per call, whatever --kv-chunk says.
     const auto answers =
         a.task_schema.empty()
-            ? task::generate_answers(*model, *tok, examples, pool, 96, 64, opt.make_cache)
+            ? task::generate_answers(*model, *tok, examples, pool, 96, 64, opt.make_cache, format)
             : engine_answers(a, *model, *tok, examples, pool.size(), json);
     std::vector<task::TaskPrediction> predictions;
     for (const std::string& answer : answers)
@@ -207,7 +213,7 @@ int run_eval(EvalArgs a) {
     for (const auto& [key, value] : task_json.items()) json[key] = value;
     if (!a.predictions_out.empty()) write_predictions(a, examples, answers, predictions);
     if (ref) {
-      const std::vector<quant::ScoredSequence> seqs = task::task_sequences(*tok, examples);
+      const std::vector<quant::ScoredSequence> seqs = task::task_sequences(*tok, examples, format);
       for (size_t i = 0; i < seqs.size(); ++i)
         if (int64_t(seqs[i].tokens.size()) - 1 > context)
           throw FileError(a.task + ": example " + std::to_string(i + 1) + " has " +

@@ -52,6 +52,9 @@ Runner add_optimize(CLI::App& app, int argc, char** argv) {
                  "with train, dev and test .jsonl (test_noisy too, or it is derived)")
       ->required();
   app.add_option("--teacher", o->teacher, "teacher GGUF (default: trained here from --data)");
+  app.add_option("--prompt", o->prompt,
+                 "the prompt a given teacher was tuned on, {text} where the utterance goes "
+                 "(`task set --prompt`; default: the teacher's task's, or shrike's own)");
   app.add_option("-o,--out", o->out_dir, "output folder: models, logs, report")->required();
   app.add_option("--preset", o->preset, "preset of the teacher trained here")
       ->check(CLI::IsMember({"tiny", "small", "base"}))

@@ -33,8 +33,9 @@ int run_prune(const PruneArgs& a) {
 
   std::vector<train::TrainingSequence> seqs;
   std::vector<int64_t> lengths;
+  const task::PromptFormat format = task::prompt_format_of(task::task_of_model(a.in));
   for (const data::Example& ex : calib) {
-    seqs.push_back(task::encode_task(tok, ex));
+    seqs.push_back(task::encode_task(tok, ex, format));
     lengths.push_back(int64_t(seqs.back().tokens.size()));
   }
   std::vector<train::TokenBatch> batches;

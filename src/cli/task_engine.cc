@@ -16,7 +16,7 @@ EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::To
                                       const std::vector<data::Example>& examples,
                                       const task::TaskDefinition* schema, bool jump_forward,
                                       int threads, bool values_from_utterance,
-                                      int64_t max_answer_tokens) {
+                                      int64_t max_answer_tokens, const task::PromptFormat& format) {
   // The task's answer with a hole for each slot value, compiled once; each request fills the
   // holes with the substrings of its own utterance.
   std::shared_ptr<const constrain::Constraint> holes;
@@ -37,7 +37,7 @@ EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::To
   std::vector<std::shared_ptr<engine::RequestStream>> streams;
   for (const data::Example& ex : examples) {
     engine::GenerationRequest r;
-    r.prompt = task::encode_task_prompt(tok, ex.text);
+    r.prompt = task::encode_task_prompt(tok, ex.text, format);
     r.max_tokens = std::min(max_answer_tokens, eng.context_length() - int64_t(r.prompt.size()));
     r.sampling.temperature = 0;
     r.constraint = holes;

@@ -29,6 +29,7 @@ EngineTaskAnswers engine_task_answers(const model::Model& m, const tokenizer::To
                                       const std::vector<data::Example>& examples,
                                       const task::TaskDefinition* schema, bool jump_forward,
                                       int threads, bool values_from_utterance = true,
-                                      int64_t max_answer_tokens = 96);
+                                      int64_t max_answer_tokens = 96,
+                                      const task::PromptFormat& format = {});
 
 }  // namespace shrike::cli

@@ -30,13 +30,14 @@ struct TrimVocabArgs {
 // The texts a model reads and writes for one DATA file: labelled examples (an "intent" on the
 // first record) give their task prompt and answer, as training encodes them; other files are
 // {"text": ...} documents.
-void add_texts(const std::string& path, std::vector<std::string>& texts) {
+void add_texts(const std::string& path, const task::PromptFormat& format,
+               std::vector<std::string>& texts) {
   bool task = false;
   for_each_jsonl_object_in_file(
       path, [&](const nlohmann::json& j, const std::string&) { task = j.contains("intent"); }, 1);
   if (task) {
     for (const data::Example& ex : data::read_examples(path)) {
-      texts.push_back(task::task_prompt(ex.text));
+      texts.push_back(format.text(ex.text));
       texts.push_back(task::task_answer(ex));
     }
     return;
@@ -85,7 +86,9 @@ int run_trim_vocab(const TrimVocabArgs& a) {
                     "that carries its tokenizer");
   const tokenizer::Tokenizer tok(tokenizer::vocab_from_gguf(in));
   std::vector<std::string> texts;
-  for (const std::string& path : a.keep_from) add_texts(path, texts);
+  // Task examples as the model's task prompts them (its own format, when it was given one).
+  const task::PromptFormat format = task::prompt_format_of(task::task_from_gguf(in));
+  for (const std::string& path : a.keep_from) add_texts(path, format, texts);
   // A model that carries its task (shrike.task.*) is served constrained to that task's answers:
   // every label and slot name must keep the pieces its answers use, even if DATA misses one.
   if (const auto task = task::task_from_gguf(in)) {

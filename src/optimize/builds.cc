@@ -184,7 +184,8 @@ std::vector<BuildStep> model_builds(const OptimizeOptions& o, const std::string&
     // (serve's /v1/intent and constrained answers, eval's task schema need them).
     const bool folder = fs::is_directory(o.teacher);
     m.teacher = o.teacher;
-    if (folder || !task::task_of_model(o.teacher)) {
+    // --prompt re-attaches the task with that prompt even to a teacher that carries one.
+    if (folder || !o.prompt.empty() || !task::task_of_model(o.teacher)) {
       m.teacher = out + "/teacher.gguf";
       std::vector<std::string> inputs =
           folder ? folder_files(o.teacher) : std::vector<std::string>{o.teacher};
@@ -196,8 +197,10 @@ std::vector<BuildStep> model_builds(const OptimizeOptions& o, const std::string&
                            std::string(folder ? ", converted from the Hugging Face folder)" : ")"),
                        m.teacher,
                        [&o, d, &m] {
-                         return std::vector<std::string>{"task", "set", o.teacher, "--data",
-                                                         d,      "-o",  m.teacher};
+                         std::vector<std::string> args = {"task", "set", o.teacher, "--data",
+                                                          d,      "-o",  m.teacher};
+                         if (!o.prompt.empty()) args.insert(args.end(), {"--prompt", o.prompt});
+                         return args;
                        },
                        inputs, false});
     }

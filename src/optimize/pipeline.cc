@@ -134,6 +134,7 @@ struct StageContext {
   const Models& models;
   const std::string& data_dir;
   const std::vector<data::Example>& test;
+  task::PromptFormat format;  // the teacher's task's prompt
   MeasureConfig measure;
   int c1 = 0;  // requests at concurrency 1
 };
@@ -276,7 +277,7 @@ StageResult measure_stage(StageContext& c, const Stage& stage, const StageResult
   s.common_within_budget = common.within_budget;
   s.peak_rss_bytes = server.peak_rss_bytes();
   if (sample) {
-    report.sample_prompt = task::task_prompt(c.test.front().text);
+    report.sample_prompt = c.format.text(c.test.front().text);
     report.sample_answer = server.complete(report.sample_prompt, o.max_tokens);
   }
   server.stop(10);
@@ -319,11 +320,11 @@ std::vector<std::string> report_notes(const Report& report) {
 }
 
 // The held-out requests: the test utterances as the task prompt, in order, into path.
-void write_prompts(const std::vector<data::Example>& test, int max_tokens,
-                   const std::string& path) {
+void write_prompts(const std::vector<data::Example>& test, const task::PromptFormat& format,
+                   int max_tokens, const std::string& path) {
   std::ofstream p(path);
   for (const auto& e : test)
-    p << nlohmann::json({{"prompt", task::task_prompt(e.text)}, {"max_tokens", max_tokens}}).dump()
+    p << nlohmann::json({{"prompt", format.text(e.text)}, {"max_tokens", max_tokens}}).dump()
       << "\n";
   if (!p) throw FileError(path + ": cannot write");
 }
@@ -356,10 +357,6 @@ Report run_optimize(const OptimizeOptions& o) {
   report.probe_repeats = o.probe_repeats;
 
   const auto test = data::read_examples(d + "/test.jsonl");
-  const std::string prompts = out + "/prompts.jsonl";
-  write_prompts(test, o.max_tokens, prompts);
-  report.test_requests = int(test.size());
-  run.say("data: " + std::to_string(test.size()) + " test requests from " + d);
 
   // Calibration traffic: the user's own train and dev utterances through the noise pass (the
   // seed's first pitfall is calibrating on clean text that traffic does not look like), unless
@@ -377,13 +374,20 @@ Report run_optimize(const OptimizeOptions& o) {
   Models models;
   run_builds(run, model_builds(o, d, calib, models));
   report.teacher_origin = models.teacher_origin;
+  // The held-out requests, in the prompt format of the teacher's task (every model built from it
+  // carries the same task).
+  const task::PromptFormat format = task::prompt_format_of(task::task_of_model(models.teacher));
+  const std::string prompts = out + "/prompts.jsonl";
+  write_prompts(test, format, o.max_tokens, prompts);
+  report.test_requests = int(test.size());
+  run.say("data: " + std::to_string(test.size()) + " test requests from " + d);
   report.vocab_before = models.vocab_full;
   report.vocab_after = models.vocab_trimmed;
   run.say("vocabulary: " + std::to_string(models.vocab_full) + " -> " +
           std::to_string(models.vocab_trimmed) + " tokens after trimming" +
           (models.use_trimmed ? "" : " (under 10% fewer: stage 5 serves the untrimmed student)"));
 
-  StageContext c{run, models, d, test, {}, 0};
+  StageContext c{run, models, d, test, format, {}, 0};
   c.measure.shrike_bin = o.shrike_bin;
   c.measure.prompts = prompts;
   c.measure.measure_dir = out + "/measure";

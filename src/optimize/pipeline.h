@@ -19,6 +19,9 @@ struct OptimizeOptions {
   std::string shrike_bin;  // the binary whose subcommands do the work
   std::string data_dir;    // labelled utterances: a file, a folder of files, or train/dev/test
   std::string teacher, out_dir;
+  // The prompt a given teacher was tuned on ("PREFIX{text}SUFFIX", `task set --prompt`); empty:
+  // its task's, or shrike's own.
+  std::string prompt;
   std::string command;  // the command line, for the report
   // Building the models.
   std::string preset = "small";  // teacher trained when none is given

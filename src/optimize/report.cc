@@ -383,9 +383,8 @@ std::string render_markdown(const Report& r) {
        "![goodput](goodput.svg)\n\n![memory](memory.svg)\n\n![accuracy](accuracy.svg)\n";
   if (!r.sample_prompt.empty()) {
     o += "\n## A sample request to the last stage\n\n`POST /v1/completions` (`POST /v1/intent` "
-         "with the utterance answers the same), prompt `" +
-         r.sample_prompt.substr(0, r.sample_prompt.size() - 1) + "\\n`:\n\n```\n" +
-         r.sample_answer + "\n```\n";
+         "with the utterance answers the same), prompt (as a JSON string) `" +
+         nlohmann::json(r.sample_prompt).dump() + "`:\n\n```\n" + r.sample_answer + "\n```\n";
   }
   if (!r.notes.empty()) {
     o += "\n## Notes\n\n";

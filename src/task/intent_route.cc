@@ -22,8 +22,7 @@ std::variant<std::string, server::ApiError> parse_intent_request(std::string_vie
 }
 
 std::string intent_prompt(const TaskDefinition& task, std::string_view text) {
-  std::string prompt = task_prompt(text);  // kTaskInstruction + text (no newlines) + "\n"
-  return task.instruction + prompt.substr(kTaskInstruction.size());
+  return task.prompt_format().text(text);
 }
 
 std::variant<engine::GenerationRequest, server::ApiError> intent_generation_request(

@@ -23,7 +23,8 @@ namespace shrike::task {
 // The utterance, or a 400 naming what is wrong with the body.
 std::variant<std::string, server::ApiError> parse_intent_request(std::string_view body);
 
-// The task's prompt for `text`: its instruction, the text with line breaks as spaces, "\n".
+// The task's prompt for `text`: its instruction, the text with line breaks as spaces, its
+// suffix ("\n" unless the task was given another prompt).
 std::string intent_prompt(const TaskDefinition& task, std::string_view text);
 
 // Greedy, at most max_answer_tokens (capped by the context), constrained when `constraint` is

@@ -25,6 +25,7 @@ TaskDefinition task_definition_from(const std::vector<data::Example>& examples) 
 void add_task_to_gguf(const TaskDefinition& task, gguf::GgufWriter& w) {
   w.set_string("shrike.task.format", task.format);
   w.set_string("shrike.task.instruction", task.instruction);
+  w.set_string("shrike.task.prompt_suffix", task.prompt_suffix);
   w.set_string_array("shrike.task.intents", task.intents);
   w.set_string_array("shrike.task.slots", task.slots);
 }
@@ -32,6 +33,10 @@ void add_task_to_gguf(const TaskDefinition& task, gguf::GgufWriter& w) {
 std::function<void(gguf::GgufWriter&)> task_metadata(const std::optional<TaskDefinition>& task) {
   if (!task) return {};
   return [t = *task](gguf::GgufWriter& w) { add_task_to_gguf(t, w); };
+}
+
+PromptFormat prompt_format_of(const std::optional<TaskDefinition>& task) {
+  return task ? task->prompt_format() : PromptFormat{};
 }
 
 std::optional<TaskDefinition> task_of_model(const std::string& path) {
@@ -48,6 +53,10 @@ std::optional<TaskDefinition> task_from_gguf(const gguf::GgufFile& f) {
     throw FileError(f.path() + ": unknown task format '" + t.format + "' (this build knows '" +
                     kTaskFormatV1 + "')");
   t.instruction = f.get_string("shrike.task.instruction");
+  t.prompt_suffix = f.get_string_or("shrike.task.prompt_suffix", "\n");
+  // The suffix is where the answer starts: empty, the model could not tell the utterance ended.
+  if (t.prompt_suffix.empty())
+    throw FileError(f.path() + ": shrike.task.prompt_suffix is empty (the prompt needs an end)");
   t.intents = f.get_string_array("shrike.task.intents");
   t.slots = f.has("shrike.task.slots") ? f.get_string_array("shrike.task.slots")
                                        : std::vector<std::string>{};

@@ -1,7 +1,8 @@
 // The intent/slot task a model was trained for, carried in its GGUF so that whoever serves the
 // model knows the prompt format, the label set and the slot names without the training data:
 //   shrike.task.format      "intent_slots_v1" (task_format.h's prompt and answer)
-//   shrike.task.instruction the prompt prefix (kTaskInstruction)
+//   shrike.task.instruction the prompt before the utterance (kTaskInstruction)
+//   shrike.task.prompt_suffix the prompt after it ("\n" when absent)
 //   shrike.task.intents     the label set, sorted
 //   shrike.task.slots       the slot names, sorted (std::map order, as answers list them)
 // `shrike train` writes it; distill, prune and quantize copy it; `shrike serve` constrains
@@ -16,6 +17,7 @@
 
 #include "data/example.h"
 #include "gguf/gguf.h"
+#include "task/task_format.h"
 
 namespace shrike::task {
 
@@ -23,11 +25,16 @@ inline constexpr const char* kTaskFormatV1 = "intent_slots_v1";
 
 struct TaskDefinition {
   std::string format = kTaskFormatV1;
-  std::string instruction;
+  std::string instruction;           // the prompt before the utterance
+  std::string prompt_suffix = "\n";  // and after it (shrike.task.prompt_suffix)
   std::vector<std::string> intents;  // sorted, distinct
   std::vector<std::string> slots;    // sorted, distinct
   bool operator==(const TaskDefinition&) const = default;
+  PromptFormat prompt_format() const { return {instruction, prompt_suffix}; }
 };
+
+// The prompt format of a model file's task, or the default when it carries none.
+PromptFormat prompt_format_of(const std::optional<TaskDefinition>& task);
 
 // The labels and slot names of the examples, with this build's instruction.
 TaskDefinition task_definition_from(const std::vector<data::Example>& examples);

@@ -29,7 +29,8 @@ tokenizer::Vocab train_task_tokenizer(const std::vector<data::Example>& examples
 std::vector<std::string> generate_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
                                           const std::vector<data::Example>& examples,
                                           ThreadPool& pool, int64_t max_answer_tokens,
-                                          int64_t batch, const model::KvCacheFactory& make_cache) {
+                                          int64_t batch, const model::KvCacheFactory& make_cache,
+                                          const PromptFormat& format) {
   const model::ModelConfig& c = m.config();
   std::vector<std::string> out(examples.size());
   std::vector<float> logits;
@@ -41,7 +42,7 @@ std::vector<std::string> generate_answers(const model::Model& m, const tokenizer
     std::vector<int32_t> next(n);
     std::vector<bool> done(n, false);
     for (size_t i = 0; i < n; ++i) {
-      prompts[i] = encode_task_prompt(tok, examples[first + i].text);
+      prompts[i] = encode_task_prompt(tok, examples[first + i].text, format);
       const int64_t cap =
           std::min<int64_t>(c.context_length, int64_t(prompts[i].size()) + max_answer_tokens);
       if (int64_t(prompts[i].size()) >= cap) prompts[i].resize(size_t(cap - 1));
@@ -96,9 +97,9 @@ std::vector<std::string> generate_answers(const model::Model& m, const tokenizer
 std::vector<task::TaskPrediction> predict_task(const model::Model& m,
                                                const tokenizer::Tokenizer& tok,
                                                const std::vector<data::Example>& examples,
-                                               ThreadPool& pool) {
+                                               ThreadPool& pool, const PromptFormat& format) {
   std::vector<task::TaskPrediction> out;
-  for (const std::string& text : generate_answers(m, tok, examples, pool))
+  for (const std::string& text : generate_answers(m, tok, examples, pool, 96, 64, {}, format))
     out.push_back(task::parse_task_answer(text));
   return out;
 }

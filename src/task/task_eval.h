@@ -28,15 +28,17 @@ tokenizer::Vocab train_task_tokenizer(const std::vector<data::Example>& examples
 // Greedy answers for every example, decoded in batches of up to `batch` sequences through
 // Model::forward_batch, each stopping at EOS or max_answer_tokens. Returns the raw answer
 // texts (parse them with task::parse_task_answer). make_cache gives each sequence its KV cache
-// (empty: f32), so task accuracy can be measured under any cache type.
+// (empty: f32), so task accuracy can be measured under any cache type. Prompts in `format` (the
+// model's task's: task_definition.h prompt_format_of).
 std::vector<std::string> generate_answers(const model::Model& m, const tokenizer::Tokenizer& tok,
                                           const std::vector<data::Example>& examples,
                                           ThreadPool& pool, int64_t max_answer_tokens = 96,
                                           int64_t batch = 64,
-                                          const model::KvCacheFactory& make_cache = {});
+                                          const model::KvCacheFactory& make_cache = {},
+                                          const PromptFormat& format = {});
 
 std::vector<TaskPrediction> predict_task(const model::Model& m, const tokenizer::Tokenizer& tok,
                                          const std::vector<data::Example>& examples,
-                                         ThreadPool& pool);
+                                         ThreadPool& pool, const PromptFormat& format = {});
 
 }  // namespace shrike::task

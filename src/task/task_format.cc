@@ -56,20 +56,22 @@ std::string recover_intent(std::string_view text) {
 
 }  // namespace
 
-std::string task_prompt(std::string_view text) {
-  std::string out(kTaskInstruction);
-  out.reserve(out.size() + text.size() + 1);
+std::string task_utterance(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
     if (text[i] == '\r' && i + 1 < text.size() && text[i + 1] == '\n') continue;  // CRLF: one
     out += text[i] == '\n' || text[i] == '\r' ? ' ' : text[i];
   }
-  out += '\n';
   return out;
 }
 
-std::string task_utterance(std::string_view text) {
-  const std::string p = task_prompt(text);
-  return p.substr(kTaskInstruction.size(), p.size() - kTaskInstruction.size() - 1);
+std::string PromptFormat::text(std::string_view utterance) const {
+  return prefix + task_utterance(utterance) + suffix;
+}
+
+std::string task_prompt(std::string_view text) {
+  return PromptFormat{}.text(text);
 }
 
 std::string task_answer(const data::Example& example) {

@@ -18,9 +18,20 @@ namespace shrike::task {
 // its tokens.
 inline constexpr std::string_view kTaskInstruction = "intent+slots: ";
 
-// kTaskInstruction + text + "\n". The final newline separates the utterance from the answer, so
-// line breaks inside the text become spaces: the separator is then the prompt's only newline.
-// The trainer tokenizes prompt (with BOS) and answer (with EOS) separately and concatenates them.
+// How a task's prompt wraps the utterance: prefix + the utterance (line breaks as spaces) +
+// suffix. The default is the format shrike trains (kTaskInstruction, "\n"); a model tuned
+// elsewhere on its own prompt carries its own in its task (`shrike task set --prompt`).
+struct PromptFormat {
+  std::string prefix = std::string(kTaskInstruction);
+  std::string suffix = "\n";
+  std::string text(std::string_view utterance) const;
+  bool operator==(const PromptFormat&) const = default;
+};
+
+// kTaskInstruction + text + "\n" (PromptFormat{}.text(text)). The final newline separates the
+// utterance from the answer, so line breaks inside the text become spaces: the separator is then
+// the prompt's only newline. The trainer tokenizes prompt (with BOS) and answer (with EOS)
+// separately and concatenates them.
 std::string task_prompt(std::string_view text);
 // The utterance as task_prompt() shows it to the model (line breaks as spaces): what slot values
 // can be copied from.

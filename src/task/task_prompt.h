@@ -13,8 +13,9 @@ namespace shrike::task {
 
 // The prompt alone (BOS included), as inference feeds it.
 inline std::vector<int32_t> encode_task_prompt(const tokenizer::Tokenizer& tok,
-                                               const std::string& text) {
-  return tok.encode(task::task_prompt(text), /*add_bos=*/true);
+                                               const std::string& text,
+                                               const PromptFormat& format = {}) {
+  return tok.encode(format.text(text), /*add_bos=*/true);
 }
 
 }  // namespace shrike::task

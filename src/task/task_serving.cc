@@ -37,11 +37,12 @@ std::shared_ptr<const constrain::Constraint> TaskAttachment::constraint_for_prom
 }
 
 std::optional<std::string> TaskAttachment::utterance_of(std::string_view prompt) const {
-  const std::string& head = task_.instruction;
-  if (prompt.size() <= head.size() + 1 || prompt.substr(0, head.size()) != head ||
-      prompt.back() != '\n')
+  const std::string &head = task_.instruction, &tail = task_.prompt_suffix;
+  if (prompt.size() <= head.size() + tail.size() || !prompt.starts_with(head) ||
+      !prompt.ends_with(tail))
     return std::nullopt;
-  const std::string_view text = prompt.substr(head.size(), prompt.size() - head.size() - 1);
+  const std::string_view text =
+      prompt.substr(head.size(), prompt.size() - head.size() - tail.size());
   if (text.find('\n') != std::string_view::npos) return std::nullopt;
   return std::string(text);
 }

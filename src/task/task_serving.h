@@ -37,7 +37,7 @@ class TaskAttachment : public server::ModelAttachment {
   std::shared_ptr<const constrain::Constraint> answer_constraint(server::ServedModel& model,
                                                                  std::string_view utterance);
   // The utterance of a completions prompt written in the task's format (instruction +
-  // utterance + "\n", task_format.h), or none.
+  // utterance + suffix, task_format.h), or none.
   std::optional<std::string> utterance_of(std::string_view prompt) const;
 
  private:

@@ -8,9 +8,10 @@
 
 namespace shrike::task {
 
-train::TrainingSequence encode_task(const tokenizer::Tokenizer& tok, const data::Example& ex) {
+train::TrainingSequence encode_task(const tokenizer::Tokenizer& tok, const data::Example& ex,
+                                    const PromptFormat& format) {
   train::TrainingSequence s;
-  s.tokens = encode_task_prompt(tok, ex.text);
+  s.tokens = encode_task_prompt(tok, ex.text, format);
   s.prompt_length = int64_t(s.tokens.size());
   std::vector<int32_t> answer = tok.encode(task::task_answer(ex), /*add_bos=*/false);
   answer.push_back(tok.eos());
@@ -32,7 +33,8 @@ train::DevScores dev_scores(const TaskScores& s) {
 void train_task(train::Transformer<float>& model, const tokenizer::Tokenizer& tok,
                 const std::vector<data::Example>& train, const std::vector<data::Example>& dev,
                 const train::TrainOptions& opt, train::OptimizerState& state, ThreadPool& pool,
-                const std::function<void(const train::EpochReport&)>& on_epoch) {
+                const std::function<void(const train::EpochReport&)>& on_epoch,
+                const PromptFormat& format) {
   if (train.empty()) throw std::invalid_argument("train: no training examples");
   const model::ModelConfig& c = model.config();
   if (tok.n_vocab() != c.vocab_size)
@@ -40,7 +42,7 @@ void train_task(train::Transformer<float>& model, const tokenizer::Tokenizer& to
   std::vector<train::TrainingSequence> seqs;
   seqs.reserve(train.size());
   for (const data::Example& ex : train) {
-    seqs.push_back(encode_task(tok, ex));
+    seqs.push_back(encode_task(tok, ex, format));
     if (int64_t(seqs.back().tokens.size()) > c.context_length)
       throw std::invalid_argument("train: an example of " +
                                   std::to_string(seqs.back().tokens.size()) +
@@ -53,17 +55,18 @@ void train_task(train::Transformer<float>& model, const tokenizer::Tokenizer& to
   if (!dev_subset.empty())
     evaluate = [&](const train::Transformer<float>& trained) {
       const auto m = train::to_inference_model(trained);
-      return dev_scores(score_task(dev_subset, predict_task(*m, tok, dev_subset, pool)));
+      return dev_scores(score_task(dev_subset, predict_task(*m, tok, dev_subset, pool, format)));
     };
   train::train_sequences(model, tok.vocab(), seqs, opt, state, pool, evaluate, on_epoch);
 }
 
 std::vector<quant::ScoredSequence> task_sequences(const tokenizer::Tokenizer& tok,
-                                                  const std::vector<data::Example>& examples) {
+                                                  const std::vector<data::Example>& examples,
+                                                  const PromptFormat& format) {
   std::vector<quant::ScoredSequence> out;
   out.reserve(examples.size());
   for (const data::Example& ex : examples) {
-    train::TrainingSequence t = encode_task(tok, ex);
+    train::TrainingSequence t = encode_task(tok, ex, format);
     // Position prompt_length - 1 (the prompt's last token) predicts the first answer token.
     out.push_back({std::move(t.tokens), t.prompt_length - 1});
   }

@@ -101,6 +101,23 @@ TEST_F(TaskMetadataCli, TaskSetAttachesATaskToAnyModel) {
   ASSERT_TRUE(listed);
   EXPECT_EQ(listed->intents, (std::vector<std::string>{"greet", "refund"}));
   EXPECT_EQ(listed->slots, (std::vector<std::string>{"order_id"}));
+  // A prompt of its own ("\n" as a shell passes it), kept by a later set without --prompt.
+  ok("task set " + path("plain.gguf") + " --data " + path("d") + " --prompt 'Q: {text}\\nA: ' -o " +
+     path("own.gguf"));
+  ok("task set " + path("own.gguf") + " --intents refund -o " + path("own2.gguf"));
+  for (const char* f : {"own.gguf", "own2.gguf"}) {
+    const auto own = task::task_from_gguf(gguf::GgufFile::open(path(f)));
+    ASSERT_TRUE(own) << f;
+    EXPECT_EQ(own->instruction, "Q: ") << f;
+    EXPECT_EQ(own->prompt_suffix, "\nA: ") << f;
+  }
+  EXPECT_NE(ok("task show " + path("own.gguf")).out.find("\"Q: {text}\\nA: \""), std::string::npos);
+  for (const char* bad : {"'no hole'", "'{text}'", "'{text} and {text}!'"}) {
+    const CommandResult r = run_shrike("task set " + path("plain.gguf") + " --intents a --prompt " +
+                                       bad + " -o " + path("x.gguf"));
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_NE(r.err.find("--prompt"), std::string::npos) << r.err;
+  }
   const CommandResult neither =
       run_shrike("task set " + path("plain.gguf") + " -o " + path("x.gguf"));
   EXPECT_NE(neither.exit_code, 0);

@@ -33,6 +33,8 @@ struct User {
   std::string name;
   std::string synth_flags;  // empty: synth's own SentencePiece GGUF, no folder
   std::string data_kind;    // "csv", "jsonl" or "folder"
+  // The prompt their model was tuned on (`optimize --prompt`); empty: shrike's own.
+  std::string prompt = "";
 };
 
 class OptimizeUsers : public ::testing::TestWithParam<User> {
@@ -122,8 +124,9 @@ TEST_P(OptimizeUsers, OneCommandFromTheirModelAndData) {
     ok("export-hf " + path("synth.gguf") + " -o " + teacher + " --type bf16");
   }
 
+  const std::string prompt = u.prompt.empty() ? "" : " --prompt '" + u.prompt + "'";
   const CommandResult r = run_shrike("optimize --teacher " + teacher + " --data " + data + " -o " +
-                                     path("out") + kSmall);
+                                     path("out") + kSmall + prompt);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("| 5 + vocabulary trimmed"), std::string::npos) << r.out;
   std::ifstream in(path("out/report.json"));
@@ -151,6 +154,23 @@ TEST_P(OptimizeUsers, OneCommandFromTheirModelAndData) {
       shrike::task::task_from_gguf(shrike::gguf::GgufFile::open(path("out/teacher.gguf")));
   ASSERT_TRUE(task);
   for (const std::string& l : task->intents) EXPECT_EQ(l.rfind(u.name + "_", 0), 0u) << l;
+  // Their prompt is the task's, and every request and every model built speaks it.
+  if (!u.prompt.empty()) {
+    EXPECT_EQ(task->instruction, "Classify the request: ");
+    EXPECT_EQ(task->prompt_suffix, "\nAnswer: ");
+    for (const char* model : {"student.gguf", "student-trimmed.gguf", "draft.gguf"}) {
+      const auto carried =
+          shrike::task::task_from_gguf(shrike::gguf::GgufFile::open(path("out/") + model));
+      ASSERT_TRUE(carried) << model;
+      EXPECT_EQ(carried->prompt_format(), task->prompt_format()) << model;
+    }
+    std::ifstream prompts(path("out/prompts.jsonl"));
+    std::string line;
+    ASSERT_TRUE(std::getline(prompts, line));
+    const std::string p = nlohmann::json::parse(line).at("prompt").get<std::string>();
+    EXPECT_EQ(p.rfind("Classify the request: ", 0), 0u) << p;
+    EXPECT_TRUE(p.ends_with("\nAnswer: ")) << p;
+  }
   // The trimmed student keeps far fewer tokens than the user's vocabulary.
   EXPECT_LT(j.at("vocab_after_trim").get<int64_t>() * 2, j.at("vocab_before_trim").get<int64_t>());
 }
@@ -161,6 +181,6 @@ INSTANTIATE_TEST_SUITE_P(
                       User{"llama",
                            "--vocab 128256 --vocab-type llama-bpe --tied --rope-theta 500000 "
                            "--llama3-rope-factor 32 --llama3-rope-original 64",
-                           "jsonl"},
+                           "jsonl", "Classify the request: {text}\\nAnswer: "},
                       User{"spm", "", "folder"}),
     [](const auto& info) { return info.param.name; });

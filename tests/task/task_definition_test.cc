@@ -61,6 +61,36 @@ TEST(TaskDefinition, GgufRoundTripAndAbsence) {
   std::filesystem::remove(without);
 }
 
+TEST(TaskDefinition, APromptOfItsOwnTravelsAndAFileWithoutOneGetsShrikes) {
+  TaskDefinition t = task_definition_from(examples());
+  EXPECT_EQ(t.prompt_format(), PromptFormat{});
+  EXPECT_EQ(t.prompt_format().text("where is\nmy order"), "intent+slots: where is my order\n");
+  t.instruction = "<|user|>Classify: ";
+  t.prompt_suffix = "<|end|>\n<|assistant|>";
+  EXPECT_EQ(t.prompt_format().text("hi"), "<|user|>Classify: hi<|end|>\n<|assistant|>");
+  const std::string with = temp_path("prompt.gguf"), old = temp_path("old.gguf"),
+                    empty = temp_path("empty.gguf");
+  {
+    gguf::GgufWriter w;
+    add_task_to_gguf(t, w);
+    w.write(with);
+    // A file written before shrike.task.prompt_suffix existed: "\n".
+    gguf::GgufWriter o;
+    o.set_string("shrike.task.format", kTaskFormatV1);
+    o.set_string("shrike.task.instruction", "intent+slots: ");
+    o.set_string_array("shrike.task.intents", {"a"});
+    o.write(old);
+    gguf::GgufWriter e;
+    add_task_to_gguf(t, e);
+    e.set_string("shrike.task.prompt_suffix", "");
+    e.write(empty);
+  }
+  EXPECT_EQ(*task_from_gguf(gguf::GgufFile::open(with)), t);
+  EXPECT_EQ(task_from_gguf(gguf::GgufFile::open(old))->prompt_suffix, "\n");
+  EXPECT_THROW(task_from_gguf(gguf::GgufFile::open(empty)), FileError);
+  for (const auto& p : {with, old, empty}) std::filesystem::remove(p);
+}
+
 TEST(TaskDefinition, UnknownFormatOrNoLabelsIsAFileError) {
   const std::string p = temp_path("bad.gguf");
   TaskDefinition t = task_definition_from(examples());
