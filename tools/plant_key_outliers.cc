@@ -1,6 +1,6 @@
 // plant_key_outliers IN.gguf OUT.gguf SCALE [PAIR]: a copy of a model with outlier key channels
 // that computes the same function at full precision (tools/key_outliers.h). An experiment tool
-// for the INT8 KV cache: run scripts/kv_recall.sh on OUT.
+// for the INT8 KV cache: run bench/experiments/kv_recall.sh on OUT.
 #include <cstdio>
 #include <exception>
 #include <string>

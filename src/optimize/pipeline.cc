@@ -361,7 +361,7 @@ Report run_optimize(const OptimizeOptions& o) {
   // Calibration traffic: the user's own train and dev utterances through the noise pass (the
   // seed's first pitfall is calibrating on clean text that traffic does not look like), unless
   // --calib names a file or asks for the built-in generator's (its dev split with every example
-  // noisy, as scripts/quant_calibration.sh makes it).
+  // noisy, as bench/experiments/quant_calibration.sh makes it).
   std::string calib = o.calib.empty() ? d + "/calib.jsonl" : o.calib;
   if (o.calib == kBuiltinCalib) {
     calib = out + "/calib_noisy/dev.jsonl";

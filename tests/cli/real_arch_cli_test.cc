@@ -5,7 +5,7 @@
 // GPTQ and AWQ with calibration, pruning by depth, width, heads and FFN, distillation of the
 // pruned student and of a fresh draft all read the folder directly; what they write loads,
 // generates, and keeps the chat template and rope scaling; the student goes back out as a
-// folder that generates exactly what its GGUF does. (scripts/llamacpp_arch_check.sh runs the
+// folder that generates exactly what its GGUF does. (bench/experiments/llamacpp_arch_check.sh runs the
 // same on llama.cpp.)
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -110,7 +110,7 @@ TEST_F(WorkloadCli, GenTrainEvalPruneDistillGenerate) {
   const auto sides = nlohmann::json::parse(bench.out)["sides"];
   ASSERT_EQ(sides.size(), 4u) << bench.out;  // off, off-fast (float weights), ngram, draft
   for (const auto& side : sides) EXPECT_EQ(side["differs"], 0) << bench.out;
-  // Acceptance 1 in small (scripts/spec_bench.sh runs it at 200 prompts and 32 at a time): the
+  // Acceptance 1 in small (bench/experiments/spec_bench.sh runs it at 200 prompts and 32 at a time): the
   // teacher with its pruned and distilled student, and with the draft-preset model, as drafts;
   // free-form and constrained to the task's schema; alone and 8 at a time; no block left.
   for (const std::string& draft_model : {path("d.gguf"), path("draft.gguf")})

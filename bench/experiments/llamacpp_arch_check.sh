@@ -7,11 +7,11 @@
 # every GGUF they write and continues five prompts greedily; the table says whether its
 # continuations (the next token and three more) are shrike's. Needs a llama.cpp build beside the
 # project (never inside this repo):
-#   scripts/llamacpp_arch_check.sh LLAMA_BIN_DIR [WORK_DIR]
+#   bench/experiments/llamacpp_arch_check.sh LLAMA_BIN_DIR [WORK_DIR]
 # LLAMA_BIN_DIR holds llama-simple. Prints a markdown table (docs/RESULTS.md keeps the last one).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-bin_dir=${1:?usage: scripts/llamacpp_arch_check.sh LLAMA_BIN_DIR [WORK_DIR]}
+cd "$(dirname "$0")/../.."
+bin_dir=${1:?usage: bench/experiments/llamacpp_arch_check.sh LLAMA_BIN_DIR [WORK_DIR]}
 work=${2:-$(mktemp -d)}
 simple="$bin_dir/llama-simple"
 [ -x "$simple" ] || { echo "no llama-simple in $bin_dir" >&2; exit 2; }

@@ -3,10 +3,10 @@
 # and B (after), interleaved round by round on the same models and thread count, then B's
 # per-operation breakdown of the step (`shrike bench --ops`).
 #
-#   scripts/lean_bench.sh A_SHRIKE B_SHRIKE MODEL... (ROUNDS=7, THREADS=2, TOKENS=64)
+#   bench/experiments/lean_bench.sh A_SHRIKE B_SHRIKE MODEL... (ROUNDS=7, THREADS=2, TOKENS=64)
 #
 # A model named synth-110M-q8_0 that does not exist is written first (random weights, the 110M
-# shape of scripts/bench_roofline.sh). Prints a Markdown table: median step time of A and B and
+# shape of bench/experiments/bench_roofline.sh). Prints a Markdown table: median step time of A and B and
 # A/B per model, each from ROUNDS alternating runs of `shrike bench` (3 repeats each, median).
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 A_SHRIKE B_SHRIKE MODEL..." >&2; exit 2; }

@@ -5,11 +5,11 @@
 # Checks that the greedy answer to every test utterance is the same before and after, and
 # measures the decode step of both models in one interleaved run (medians of `shrike bench`).
 #
-#   scripts/trim_bpe.sh [OUT_DIR] [N_TRAIN] [EPOCHS]   (default runs/trim_bpe, 8000, 8)
+#   bench/experiments/trim_bpe.sh [OUT_DIR] [N_TRAIN] [EPOCHS]   (default runs/trim_bpe, 8000, 8)
 # (A 50k-token embedding learns far more slowly than the 2.9k-token task BPE the demo trains:
 # smaller batches and a higher peak rate than train's defaults, and twice the demo's epochs.)
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-$root/runs/trim_bpe}"
 n="${2:-8000}"
 epochs="${3:-8}"

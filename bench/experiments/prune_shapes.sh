@@ -7,10 +7,10 @@
 #                                 granularity allows: the teacher has 2 KV groups)
 # and every model evaluated on the clean and noisy test splits (free-form answers, as `eval`).
 #
-#   scripts/prune_shapes.sh [OUT_DIR] [N_TRAIN] [TEACHER_EPOCHS] [DISTILL_EPOCHS]
+#   bench/experiments/prune_shapes.sh [OUT_DIR] [N_TRAIN] [TEACHER_EPOCHS] [DISTILL_EPOCHS]
 #                           (default runs/prune_shapes, 8000, 4, 2: the demo's teacher)
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-$root/runs/prune_shapes}"
 n="${2:-8000}"
 epochs="${3:-4}"

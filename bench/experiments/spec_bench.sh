@@ -15,7 +15,7 @@
 #      (serve constrains a task model's answers to its schema by default), ROUNDS alternating
 #      rounds, medians.
 #
-#   scripts/spec_bench.sh [OUT_DIR]   (default /tmp/shrike-spec; THREADS=1, EPOCHS=2, PRESET=base,
+#   bench/experiments/spec_bench.sh [OUT_DIR]   (default /tmp/shrike-spec; THREADS=1, EPOCHS=2, PRESET=base,
 #                                      DRAFT_EPOCHS=8, LIMIT=800, ROUNDS=3, REQUESTS_SCALE=4;
 #                                      STUDENT_EXAMPLES=N distils the student on the first N
 #                                      training examples only; ONLY_SERVING=1 runs part 3 alone,
@@ -25,7 +25,7 @@
 # holds data/, teacher.gguf, student.gguf and draft.gguf (e.g. links to `shrike optimize`'s
 # teacher and student) skips training.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-/tmp/shrike-spec}"
 threads="${THREADS:-1}"
 epochs="${EPOCHS:-2}"

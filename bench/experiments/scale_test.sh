@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Local scale-out (issue 19): three `shrike serve` replicas on loopback behind HAProxy, scraped by
 # Prometheus, driven by `shrike loadtest` through the proxy. Bounded: about 2 minutes.
-#   scripts/scale_test.sh [build/shrike] [stories260K.gguf]
+#   bench/experiments/scale_test.sh [build/shrike] [stories260K.gguf]
 # 1. goodput through the proxy with 1 replica, then with 3 (least connections), same closed loop;
 # 2. one replica stopped mid-run with SIGTERM (it drains: /health 503, HAProxy's health check
 #    takes it out, requests it refuses while draining are retried elsewhere): no request lost;
@@ -14,7 +14,7 @@
 # (see docs/RESULTS.md). Installs haproxy and prometheus (Debian) when missing. Prints a Markdown
 # table; reports and logs go to $OUT (default /tmp/shrike-scale-test). Exits 1 when a check fails.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 shrike=$(realpath "${1:-build/shrike}")
 model=$(realpath "${2:-../shared/reference/stories260K/stories260K.gguf}")
 out=${OUT:-/tmp/shrike-scale-test}

@@ -4,7 +4,7 @@
 # end at EOS), P50/P99 at concurrency 1, then the highest gamma-arrival rate (the report's
 # burstiness) with the report's fraction of requests within its latency budget, each rate run up
 # to the report's repeats and passed on a majority (`shrike max-rate`, the optimize code).
-#   scripts/vs_llama_server.sh LLAMA_SERVER_BIN OPT_DIR [OUT]
+#   bench/experiments/vs_llama_server.sh LLAMA_SERVER_BIN OPT_DIR [OUT]
 # OPT_DIR: a finished `shrike optimize` output (report.json, prompts.jsonl, teacher-q8_0.gguf).
 # shrike serves the last measured stage exactly as the report ran it (its serve_argv); llama-server
 # (built outside this repository, never committed) serves the Q8_0 teacher with as many parallel
@@ -17,9 +17,9 @@
 # Prints a Markdown table (also OUT/table.md); every run's files are under OUT (default
 # OPT_DIR/vs_llama_server).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 if [ $# -lt 2 ]; then
-  echo "usage: scripts/vs_llama_server.sh LLAMA_SERVER_BIN OPT_DIR [OUT]" >&2
+  echo "usage: bench/experiments/vs_llama_server.sh LLAMA_SERVER_BIN OPT_DIR [OUT]" >&2
   exit 2
 fi
 llama=$1

@@ -4,7 +4,7 @@
 # on clean and on noisy held-out text by KL against the full-precision model. A calibration set
 # fits the inputs it saw; the table shows which set wins on which traffic.
 #
-#   scripts/quant_calibration_text.sh -m MODEL.gguf --calib CLEAN.jsonl --eval CLEAN_EVAL.jsonl -o DIR
+#   bench/experiments/quant_calibration_text.sh -m MODEL.gguf --calib CLEAN.jsonl --eval CLEAN_EVAL.jsonl -o DIR
 #                                     [--types "q4_0 q4_g128"] [--methods "awq gptq"]
 #
 # CLEAN.jsonl / CLEAN_EVAL.jsonl: {"text": ...} documents (different ones). Their noisy copies are
@@ -12,7 +12,7 @@
 # Prints both sets' coverage of the noisy eval text (`shrike quantize --coverage`), then a
 # Markdown table.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 shrike=${SHRIKE:-build/shrike}
 types="q4_0 q4_g128" methods="awq gptq"
 model="" calib="" eval_clean="" out=""
@@ -28,7 +28,7 @@ while (($#)); do
   esac
 done
 [ -n "$model" ] && [ -n "$calib" ] && [ -n "$eval_clean" ] && [ -n "$out" ] || {
-  echo "usage: scripts/quant_calibration_text.sh -m MODEL --calib CLEAN.jsonl --eval CLEAN_EVAL.jsonl -o DIR" >&2
+  echo "usage: bench/experiments/quant_calibration_text.sh -m MODEL --calib CLEAN.jsonl --eval CLEAN_EVAL.jsonl -o DIR" >&2
   exit 2
 }
 mkdir -p "$out"

@@ -7,13 +7,13 @@
 # draft time share, outputs differing from plain greedy), then every prompt again 32 at a time
 # (differing outputs, KV blocks left in use).
 #
-#   scripts/stories_draft_bench.sh [OUT_DIR]   (default /tmp/shrike-stories-draft; THREADS=1 for
+#   bench/experiments/stories_draft_bench.sh [OUT_DIR]   (default /tmp/shrike-stories-draft; THREADS=1 for
 #                                               the benchmark; the draft: SAMPLES=2000,
 #                                               SAMPLE_LEN=256, EPOCHS=3, LAYERS=1, TRAIN_THREADS=2)
 #
 # The draft is made once (9 minutes on the shared 2-core development machine) and reused.
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-/tmp/shrike-stories-draft}"
 bin="$root/build/shrike"
 teacher="${SHRIKE_SHARED:-$root/../shared}/reference/stories260K/stories260K.gguf"

@@ -3,14 +3,14 @@
 # dim 896, 24 layers, 14 heads / 2 KV heads, FFN 4864, vocabulary 151936, tied embedding), with
 # the read-bandwidth roofline, and llama.cpp on the same files for the types it shares.
 #
-#   scripts/quant_bench.sh DIR [LLAMA_BENCH] [THREADS]
+#   bench/experiments/quant_bench.sh DIR [LLAMA_BENCH] [THREADS]
 #
 # Writes the F16 model and its quantised copies into DIR (about 2.5 GB), then runs every type
 # interleaved for ROUNDS rounds (default 3) and prints one Markdown row per type: the median
 # decode tokens/s over the rounds, its ratio to F16 in the same rounds, the weight bytes a step
 # reads, GB/s, and the fraction of the measured read bandwidth.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 dir=$1
 llama_bench=${2:-}
 threads=${3:-1}

@@ -7,10 +7,10 @@
 # output tokens), alone ("unloaded") and while 64 concurrent requests (~100-word prompts, 128
 # output tokens) stream from the burst model ("burst"), alternating three times in one run. Prints
 # the probe's e2e and TTFT P50/P99 per round, the medians per condition and their ratio.
-#   scripts/multi_model_bench.sh [build/shrike] [stories260K.gguf]
+#   bench/experiments/multi_model_bench.sh [build/shrike] [stories260K.gguf]
 # Needs python3; the JSON reports go to $OUT (default /tmp/shrike-multi-model-bench).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 shrike=${1:-build/shrike}
 probe_model=${2:-../shared/reference/stories260K/stories260K.gguf}
 out=${OUT:-/tmp/shrike-multi-model-bench}

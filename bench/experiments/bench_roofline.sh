@@ -3,7 +3,7 @@
 # Llama model (Q8_0, tied output) and measure its decode against this machine's read bandwidth.
 # (This was scripts/demo.sh before the demo became the staged report, scripts/demo.sh.)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 scripts/setup.sh
 scripts/build.sh
 mkdir -p out

@@ -5,12 +5,12 @@
 # recall of the code, KL of the answer tokens against the same model with an f32 cache (mean,
 # P99), top-1 agreement, and the cache's bytes per token after decoding 500 positions.
 #
-#   scripts/kv_recall.sh MODEL.gguf DATA_DIR OUT_DIR [TYPES]
+#   bench/experiments/kv_recall.sh MODEL.gguf DATA_DIR OUT_DIR [TYPES]
 #
 # DATA_DIR holds test_d<D>.jsonl files; TYPES defaults to "f32 f16 int8 int8-mixed". Prints a
 # Markdown table.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 shrike=${SHRIKE:-build/shrike}
 model=$1 data=$2 out=$3
 types=${4:-f32 f16 int8 int8-mixed}

@@ -2,11 +2,11 @@
 # Slow-client starvation (issue 18, point 4): a well-behaved client's P50/P99 for a 2-token
 # completion, alone and while 200 and 2000 connections each hold half a request head open
 # (trickling a byte per second, reopened when closed), in alternating rounds of one run.
-#   scripts/slow_clients_bench.sh [build/shrike] [stories260K.gguf] [extra bench/slow_clients args]
+#   bench/experiments/slow_clients_bench.sh [build/shrike] [stories260K.gguf] [extra bench/slow_clients args]
 # e.g. the build of main before the connection front:
-#   scripts/slow_clients_bench.sh /work/main/build/shrike
+#   bench/experiments/slow_clients_bench.sh /work/main/build/shrike
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 shrike=${1:-build/shrike}
 model=${2:-../shared/reference/stories260K/stories260K.gguf}
 shift $(( $# > 2 ? 2 : $# ))

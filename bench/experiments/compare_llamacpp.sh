@@ -2,7 +2,7 @@
 # Side-by-side speed of shrike and llama.cpp (or a fork of it, such as ik_llama.cpp) on the same
 # GGUF files and thread counts, the two engines interleaved round by round so both see the same
 # machine. Needs a llama.cpp build (never inside this repo):
-#   scripts/compare_llamacpp.sh LLAMA_BENCH_BINARY MODEL.gguf... [-- THREADS...]
+#   bench/experiments/compare_llamacpp.sh LLAMA_BENCH_BINARY MODEL.gguf... [-- THREADS...]
 # Environment:
 #   PREFILL="128,512"   prompt lengths for prefill tokens/s
 #   REPS=3              repeats inside each engine's run (each engine reports its median/mean)
@@ -14,7 +14,7 @@
 # level cache); decode GB/s is the weights read per token times tokens/s, for both engines, and
 # "of read" is that over the median probe of the same rounds.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 llama_bench=$1
 shift
 models=()

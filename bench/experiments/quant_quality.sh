@@ -3,13 +3,13 @@
 # compared with the full-precision model (KL of the next-token distributions, mean and P99; top-1
 # agreement; perplexity) and, for a task model, scored on its task (intent accuracy, slot F1).
 #
-#   scripts/quant_quality.sh -m MODEL.gguf --calib CALIB (--text EVAL | --task EVAL.jsonl) -o DIR
+#   bench/experiments/quant_quality.sh -m MODEL.gguf --calib CALIB (--text EVAL | --task EVAL.jsonl) -o DIR
 #       [--types "q8_0 q8_c fp8 q4_0 q4_g128"] [--methods "rtn awq gptq"] [--name LABEL]
 #
 # Prints one Markdown row per (type, method); quantised files and JSON results stay in DIR.
 # A command, not a test: it takes minutes on 2 cores.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 shrike=${SHRIKE:-build/shrike}
 types="q8_0 q8_c fp8 q4_0 q4_g128"
 methods="rtn awq gptq"
@@ -27,7 +27,7 @@ while (($#)); do
   esac
 done
 [ -n "$model" ] && [ -n "$eval_file" ] && [ -n "$out" ] || {
-  echo "usage: scripts/quant_quality.sh -m MODEL --calib F (--text F | --task F) -o DIR" >&2; exit 2; }
+  echo "usage: bench/experiments/quant_quality.sh -m MODEL --calib F (--text F | --task F) -o DIR" >&2; exit 2; }
 name=${name:-$(basename "$model" .gguf)}
 mkdir -p "$out"
 

@@ -3,7 +3,7 @@
 # noisy traffic (typos, txt-speak, homophones, mixed script), both scored on noisy test inputs,
 # with round-to-nearest (no calibration) as the baseline.
 #
-#   scripts/quant_calibration.sh -m TEACHER.gguf -o DIR [--types "q4_0 q4_g128"] [--gen GEN_DIR]
+#   bench/experiments/quant_calibration.sh -m TEACHER.gguf -o DIR [--types "q4_0 q4_g128"] [--gen GEN_DIR]
 #                                [--clean FILE] [--noisy FILE] [--limit N]
 #
 # The two calibration sets are by default the generator's dev split with --noise 0 and --noise 1:
@@ -12,7 +12,7 @@
 # The evaluation is GEN_DIR/test_noisy.jsonl (default runs/gen). Prints how well each set's
 # activations cover the evaluation's (`shrike quantize --coverage`), then a Markdown table.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 shrike=${SHRIKE:-build/shrike}
 types="q4_0 q4_g128"
 gen=runs/gen model="" out="" clean="" noisy="" limit=256
@@ -28,7 +28,7 @@ while (($#)); do
     *) echo "quant_calibration.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
-[ -n "$model" ] && [ -n "$out" ] || { echo "usage: scripts/quant_calibration.sh -m MODEL -o DIR" >&2; exit 2; }
+[ -n "$model" ] && [ -n "$out" ] || { echo "usage: bench/experiments/quant_calibration.sh -m MODEL -o DIR" >&2; exit 2; }
 mkdir -p "$out"
 for noise in 0 1; do
   [ -f "$out/calib_noise$noise/dev.jsonl" ] || "$shrike" data gen --noise $noise -o "$out/calib_noise$noise" >/dev/null

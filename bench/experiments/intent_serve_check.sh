@@ -2,7 +2,7 @@
 # The intent model served by default (issue 15): serves MODEL, posts every utterance of TEST.jsonl
 # to POST /v1/intent, and counts the answers that name an intent of the label set (the intents of
 # train.jsonl beside TEST.jsonl), the intent accuracy, and model calls / tokens per answer.
-# usage: scripts/intent_serve_check.sh SHRIKE MODEL TEST.jsonl PORT [serve options...]
+# usage: bench/experiments/intent_serve_check.sh SHRIKE MODEL TEST.jsonl PORT [serve options...]
 set -euo pipefail
 B=$1 M=$2 T=$3 PORT=$4
 shift 4

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The serving benchmark of docs/serving.md, one command:
-#   scripts/bench_serving.sh MODEL.gguf [LLAMA_SERVER_BINARY]
+#   bench/experiments/bench_serving.sh MODEL.gguf [LLAMA_SERVER_BINARY]
 # Workload A (shrike alone): 128 requests, prompts of 64-512 tokens and 16-128 output tokens
 # (seeded), at concurrency 1, 8 and 32, continuous batching versus static batching (batch 8 and
 # 32). Workload B (side by side with llama-server when its binary is given, -t 2 -np 8, no mmap):
@@ -8,7 +8,7 @@
 # Both servers get 2 threads. Prints one Markdown row per run; JSON reports go to $OUT
 # (default /tmp/shrike-bench-serving). Needs python3 (prompt generation and the table).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 model=$1
 llama_server=${2:-}
 out=${OUT:-/tmp/shrike-bench-serving}
