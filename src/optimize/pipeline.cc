@@ -247,7 +247,9 @@ StageResult measure_stage(StageContext& c, const Stage& stage, const StageResult
   const std::string url = server.url(), id = "stage" + std::to_string(stage.id);
 
   run.say(tag + ": concurrency 1, " + std::to_string(c.c1) + " requests");
+  const std::string before_c1 = server.metrics();
   const LoadRun one = run_concurrency1(c.measure, url, c.c1, id + ".c1");
+  s.breakdown = latency_breakdown(before_c1, server.metrics());
   s.p50_ms = jnum(one.summary.at("e2e"), "p50_ms");
   s.p99_ms = jnum(one.summary.at("e2e"), "p99_ms");
   s.e2e_ms = one.e2e_ms;
@@ -281,6 +283,24 @@ StageResult measure_stage(StageContext& c, const Stage& stage, const StageResult
     report.sample_answer = server.complete(report.sample_prompt, o.max_tokens);
   }
   server.stop(10);
+  // Static batching waits up to its window for a batch to fill; the same stage without the
+  // window shows what the wait alone costs a lone request.
+  if (s.options.count("batching") && s.options.at("batching") == "static" &&
+      std::isnan(report.stage0_batch_wait_ms)) {
+    report.stage0_batch_wait_ms =
+        std::atof(s.options.count("batch_wait_ms") ? s.options.at("batch_wait_ms").c_str() : "nan");
+    std::vector<std::string> args = serve_args;
+    args.insert(args.end(), {"--batch-wait-ms", "0"});
+    run.say(tag + ": without its batch window (--batch-wait-ms 0), concurrency 1");
+    ServedModel bare(o.shrike_bin, s.model_path, args, run.logs + "/" + id + ".nowindow.serve.log",
+                     kReadyTimeout);
+    const std::string before = bare.metrics();
+    const LoadRun lone = run_concurrency1(c.measure, bare.url(), c.c1, id + ".nowindow.c1");
+    report.stage0_no_window = latency_breakdown(before, bare.metrics());
+    report.stage0_no_window_p50_ms = jnum(lone.summary.at("e2e"), "p50_ms");
+    report.stage0_no_window_p99_ms = jnum(lone.summary.at("e2e"), "p99_ms");
+    bare.stop(10);
+  }
   std::snprintf(buf, sizeof buf,
                 "%s: P50 %.1f ms, P99 %.1f ms, %.2f req/s within %g ms, peak RSS %.1f MB",
                 tag.c_str(), s.p50_ms, s.p99_ms, s.rate.best_rate, o.budget_ms,

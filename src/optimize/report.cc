@@ -80,6 +80,42 @@ std::string render_speculation(const Report& r) {
   return o;
 }
 
+nlohmann::json breakdown_json(const LatencyBreakdown& b) {
+  return {{"e2e_mean_ms", num(b.e2e_ms)},         {"queue_wait_mean_ms", num(b.queue_ms)},
+          {"prefill_mean_ms", num(b.prefill_ms)}, {"decode_mean_ms", num(b.decode_ms)},
+          {"model_steps_mean", num(b.steps)},     {"step_ms", num(b.step_ms)}};
+}
+
+std::string breakdown_row(const std::string& name, double p50, const LatencyBreakdown& b) {
+  return "| " + name + " | " + fmt(p50) + " | " + fmt(b.e2e_ms) + " | " + fmt(b.queue_ms) + " | " +
+         fmt(b.prefill_ms) + " | " + fmt(b.decode_ms) + " | " + fmt(b.steps) + " | " +
+         fmt(b.step_ms, "%.2f") + " |\n";
+}
+
+// Each stage's concurrency-1 latency split into what its lever can change: the wait to be
+// scheduled (static batching's window), the prompt, and the answer's model steps x step time.
+std::string render_breakdown(const Report& r) {
+  std::string o =
+      "\n## Where the time goes (concurrency 1, means per request)\n\nFrom the server's "
+      "histograms over each stage's concurrency-1 run: wait = submitted to first scheduled "
+      "(static batching waits up to its window for a batch to fill); prompt = time to first "
+      "token after the wait; answer = the rest, model steps x step time (a speculative step "
+      "verifies several tokens).\n\n| stage | P50 ms | mean ms | wait ms | prompt ms | answer ms "
+      "| model steps | step ms |\n|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  bool any = false;
+  for (const auto& s : r.stages) {
+    if (!s.stage.available) continue;
+    o += breakdown_row(label(s), s.p50_ms, s.breakdown);
+    any = true;
+  }
+  if (!any) return "";
+  if (std::isfinite(r.stage0_no_window_p50_ms))
+    o += breakdown_row(
+        "stage 0 without its " + fmt(r.stage0_batch_wait_ms, "%g") + " ms batch window",
+        r.stage0_no_window_p50_ms, r.stage0_no_window);
+  return o;
+}
+
 const StageResult* last_measured(const Report& r) {
   const StageResult* last = nullptr;
   for (const auto& s : r.stages)
@@ -359,6 +395,7 @@ std::string render_markdown(const Report& r) {
     o += "\n  - `" + s.serve_command + "`\n";
   }
 
+  o += render_breakdown(r);
   o += render_speculation(r);
 
   o += "\n## Rate search\n\nEach probe replays the test prompts in order with gamma arrivals; it "
@@ -417,6 +454,10 @@ nlohmann::json render_json(const Report& r) {
                             {"last_stage", t.last},
                             {"verdict", t.verdict},
                             {"why", t.why}});
+  j["stage0_without_batch_window"] = {{"batch_wait_ms", num(r.stage0_batch_wait_ms)},
+                                      {"p50_ms", num(r.stage0_no_window_p50_ms)},
+                                      {"p99_ms", num(r.stage0_no_window_p99_ms)},
+                                      {"breakdown", breakdown_json(r.stage0_no_window)}};
   auto& spec = j["speculation"] = nlohmann::json::array();
   const StageResult* before = before_speculation(r);
   for (const auto& v : r.spec_variants)
@@ -469,7 +510,8 @@ nlohmann::json render_json(const Report& r) {
                {"noisy_slot_f1", num(s.noisy.slot_f1)},
                {"speculative", s.stage.speculative},
                {"spec_acceptance", num(s.spec_acceptance)},
-               {"spec_accepted_per_step", num(s.spec_accepted_per_step)}});
+               {"spec_accepted_per_step", num(s.spec_accepted_per_step)},
+               {"breakdown", breakdown_json(s.breakdown)}});
     if (b) {
       st["ratio_to_stage0"] = {
           {"p50", num(s.p50_ms / b->p50_ms)},

@@ -18,6 +18,18 @@ struct TaskScores {
   double intent = NAN, slot_f1 = NAN;  // fractions
 };
 
+// A request's time at concurrency 1, split the way the server sees it: waiting to be scheduled
+// (for static batching, the batch window), its prompt (time to first token after the wait, which
+// includes the first token's step), and the rest of its answer (model steps x step time).
+struct LatencyBreakdown {
+  double e2e_ms = NAN;      // mean, submission to the last token
+  double queue_ms = NAN;    // mean wait before the first step
+  double prefill_ms = NAN;  // mean time to first token minus the wait
+  double decode_ms = NAN;   // e2e - time to first token
+  double steps = NAN;       // model steps per request
+  double step_ms = NAN;     // decode_ms / (steps - 1): one decoding step
+};
+
 struct StageResult {
   Stage stage;
   std::string model_path;
@@ -38,6 +50,9 @@ struct StageResult {
   // Speculative stages, from the server's counters after the concurrency-1 run: accepted /
   // proposed draft tokens, and accepted tokens per verification step.
   double spec_acceptance = NAN, spec_accepted_per_step = NAN;
+  // Where a request's time goes at concurrency 1, means per request from the server's
+  // histograms and counters over the concurrency-1 run (LatencyBreakdown).
+  LatencyBreakdown breakdown;
 };
 
 // One speculative decoding kind measured on the first speculative stage's options, at
@@ -60,6 +75,11 @@ struct Report {
   double wall_s = 0;
   std::vector<StageResult> stages;
   std::vector<SpecVariant> spec_variants;  // measured on the first speculative stage
+  // Stage 0's static-batch window (its server's batch_wait_ms), and stage 0 measured again at
+  // concurrency 1 without it (--batch-wait-ms 0): what the window alone costs.
+  double stage0_batch_wait_ms = NAN;
+  double stage0_no_window_p50_ms = NAN, stage0_no_window_p99_ms = NAN;
+  LatencyBreakdown stage0_no_window;
   std::vector<std::string> notes;
   std::string sample_prompt, sample_answer;  // one request to the last measured stage
 };

@@ -153,6 +153,26 @@ double metric_sum(const std::string& text, const std::string& name) {
   return seen ? sum : NAN;
 }
 
+LatencyBreakdown latency_breakdown(const std::string& before, const std::string& after) {
+  // A counter's growth between the scrapes (a server without the metric yet counts 0 before).
+  const auto grew = [&](const std::string& name) {
+    const double a = metric_sum(after, name), b = metric_sum(before, name);
+    return a - (std::isnan(b) ? 0 : b);
+  };
+  LatencyBreakdown out;
+  const double n = grew("shrike_request_latency_seconds_count");
+  if (!(n > 0)) return out;
+  const auto mean_ms = [&](const std::string& h) { return 1000 * grew(h + "_sum") / n; };
+  out.e2e_ms = mean_ms("shrike_request_latency_seconds");
+  out.queue_ms = mean_ms("shrike_queue_wait_seconds");
+  const double ttft = mean_ms("shrike_time_to_first_token_seconds");
+  out.prefill_ms = ttft - out.queue_ms;
+  out.decode_ms = out.e2e_ms - ttft;
+  out.steps = grew("shrike_engine_steps_total") / n;
+  out.step_ms = out.steps > 1 ? out.decode_ms / (out.steps - 1) : NAN;
+  return out;
+}
+
 double histogram_quantile(const std::string& before, const std::string& after,
                           const std::string& name, double p) {
   const auto b0 = buckets(before, name), b1 = buckets(after, name);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "optimize/process.h"
+#include "optimize/report.h"
 
 namespace shrike::optimize {
 
@@ -52,6 +53,11 @@ double histogram_quantile(const std::string& before, const std::string& after,
 // The sum of a metric's samples over its label sets (a counter or gauge in Prometheus text);
 // NaN when the text has none.
 double metric_sum(const std::string& text, const std::string& name);
+
+// Where the requests between two scrapes spent their time, means per request from the
+// server's histograms (queue wait, time to first token, end to end) and its step counter;
+// every field NaN when no request finished in between.
+LatencyBreakdown latency_breakdown(const std::string& before, const std::string& after);
 
 // "VmHWM: 1234 kB" from a /proc/PID/status text, in bytes; -1 when absent.
 int64_t parse_vm_hwm(const std::string& status_text);

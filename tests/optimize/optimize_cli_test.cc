@@ -86,6 +86,8 @@ TEST_F(OptimizeCli, MeasuresEveryAvailableStageAndCachesModels) {
     std::stringstream text;
     text << md.rdbuf();
     EXPECT_NE(text.str().find("## Speculative decoding: what each kind bought"), std::string::npos);
+    EXPECT_NE(text.str().find("## Where the time goes"), std::string::npos);
+    EXPECT_NE(text.str().find("| stage 0 without its 50 ms batch window |"), std::string::npos);
   }
   EXPECT_EQ(st[4]["serving_options"]["task_schema"], "off");
   EXPECT_EQ(st[5]["serving_options"]["task_schema"], "on");
@@ -127,6 +129,23 @@ TEST_F(OptimizeCli, MeasuresEveryAvailableStageAndCachesModels) {
   for (const auto& t : j["targets"]) EXPECT_FALSE(t["verdict"].get<std::string>().empty()) << t;
   EXPECT_NE(r.out.find("## Targets"), std::string::npos) << r.out;
   EXPECT_EQ(st[0]["serving_options"]["batch_wait_ms"], "50");
+  // Where the time goes: every stage's parts add up to its mean, stage 0's wait is its batch
+  // window (a lone request waits all of it), and stage 0 without the window loses it.
+  for (size_t i = 0; i < st.size(); ++i) {
+    const auto& b = st[i]["breakdown"];
+    const double e2e = b["e2e_mean_ms"].get<double>();
+    EXPECT_GT(e2e, 0) << i;
+    EXPECT_NEAR(b["queue_wait_mean_ms"].get<double>() + b["prefill_mean_ms"].get<double>() +
+                    b["decode_mean_ms"].get<double>(),
+                e2e, 1e-6 * e2e + 1e-9)
+        << i;
+    EXPECT_GE(b["model_steps_mean"].get<double>(), 1) << i;
+  }
+  EXPECT_GT(st[0]["breakdown"]["queue_wait_mean_ms"].get<double>(), 25) << st[0]["breakdown"];
+  const auto& bare = j.at("stage0_without_batch_window");
+  EXPECT_EQ(bare["batch_wait_ms"].get<double>(), 50);
+  EXPECT_LT(bare["breakdown"]["queue_wait_mean_ms"].get<double>(), 25) << bare;
+  EXPECT_LT(bare["p50_ms"].get<double>(), st[0]["p50_ms"].get<double>()) << bare;
   // INT8 weights: under a third of f32's bytes; the pruned student smaller still.
   EXPECT_LT(st[1]["weight_bytes"].get<double>(), st[0]["weight_bytes"].get<double>() / 3);
   EXPECT_LT(st[2]["weight_bytes"].get<double>(), st[1]["weight_bytes"].get<double>());

@@ -275,6 +275,30 @@ TEST(Served, MetricSumAddsEveryLabelSetOfThatMetricOnly) {
   EXPECT_TRUE(std::isnan(metric_sum(text, "shrike_spec_proposed_tokens_total")));
 }
 
+TEST(Served, LatencyBreakdownIsTheMeansBetweenTwoScrapes) {
+  auto scrape = [](int n, double e2e, double wait, double ttft, int steps) {
+    const std::string m = "{model=\"a\"} ";
+    return "shrike_request_latency_seconds_count" + m + std::to_string(n) +
+           "\nshrike_request_latency_seconds_sum" + m + std::to_string(e2e) +
+           "\nshrike_queue_wait_seconds_sum" + m + std::to_string(wait) +
+           "\nshrike_time_to_first_token_seconds_sum" + m + std::to_string(ttft) +
+           "\nshrike_engine_steps_total" + m + std::to_string(steps) + "\n";
+  };
+  // 4 requests between the scrapes: 0.4 s in all, 0.2 s waiting, 0.28 s to the first token,
+  // 40 steps.
+  const LatencyBreakdown b =
+      latency_breakdown(scrape(2, 1.0, 0.5, 0.6, 100), scrape(6, 1.4, 0.7, 0.88, 140));
+  EXPECT_NEAR(b.e2e_ms, 100, 1e-6);
+  EXPECT_NEAR(b.queue_ms, 50, 1e-6);
+  EXPECT_NEAR(b.prefill_ms, 20, 1e-6);
+  EXPECT_NEAR(b.decode_ms, 30, 1e-6);
+  EXPECT_NEAR(b.steps, 10, 1e-9);
+  EXPECT_NEAR(b.step_ms, 30.0 / 9, 1e-6);
+  // No earlier scrape counts as zero; no request in between gives nothing.
+  EXPECT_NEAR(latency_breakdown("", scrape(2, 1.0, 0.5, 0.6, 100)).e2e_ms, 500, 1e-6);
+  EXPECT_TRUE(std::isnan(latency_breakdown(scrape(2, 1, 1, 1, 1), scrape(2, 1, 1, 1, 1)).e2e_ms));
+}
+
 TEST(Served, PeakRssFromProcStatus) {
   EXPECT_EQ(parse_vm_hwm("Name:\tshrike\nVmPeak:\t 999 kB\nVmHWM:\t    2048 kB\n"), 2048 * 1024);
   EXPECT_EQ(parse_vm_hwm("Name:\tshrike\n"), -1);
