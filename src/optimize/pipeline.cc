@@ -283,10 +283,10 @@ StageResult measure_stage(StageContext& c, const Stage& stage, const StageResult
     report.sample_answer = server.complete(report.sample_prompt, o.max_tokens);
   }
   server.stop(10);
-  // Static batching waits up to its window for a batch to fill; the same stage without the
-  // window shows what the wait alone costs a lone request.
-  if (s.options.count("batching") && s.options.at("batching") == "static" &&
-      std::isnan(report.stage0_batch_wait_ms)) {
+  // The baseline (the first measured stage) with static batching waits up to its window for a
+  // batch to fill; the same stage without the window shows what the wait alone costs a lone
+  // request.
+  if (!previous && s.options.count("batching") && s.options.at("batching") == "static") {
     report.stage0_batch_wait_ms =
         std::atof(s.options.count("batch_wait_ms") ? s.options.at("batch_wait_ms").c_str() : "nan");
     std::vector<std::string> args = serve_args;

@@ -1,5 +1,5 @@
-// How inference feeds a task model its prompt, header-only so that the serving commands (and the
-// static edge build, which has no training layer) share it with training and evaluation.
+// A task prompt as the token ids a model reads (BOS first): what serving, evaluation and
+// training all feed it, so the three cannot drift apart.
 #pragma once
 
 #include <cstdint>
