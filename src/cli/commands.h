@@ -14,6 +14,7 @@ Runner add_synth(CLI::App& app);
 Runner add_bench(CLI::App& app);
 Runner add_loadtest(CLI::App& app);
 Runner add_tokenize(CLI::App& app);
+Runner add_logits(CLI::App& app);  // logits.cc
 Runner add_convert(CLI::App& app);
 Runner add_export_hf(CLI::App& app);
 Runner add_serve(CLI::App& app);

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   add("bench", "measure prefill and decode speed (and the memory roofline)",
       shrike::cli::add_bench);
   add("tokenize", "text to token ids, or ids to text", shrike::cli::add_tokenize);
+  add("logits", "every position's logits of a token sequence, as raw f32 (engine cross-checks)",
+      shrike::cli::add_logits);
   add("convert", "convert a Hugging Face model folder to GGUF", shrike::cli::add_convert);
   add("export-hf", "write a model as a Hugging Face folder (config.json, safetensors, tokenizer)",
       shrike::cli::add_export_hf);

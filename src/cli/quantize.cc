@@ -66,6 +66,11 @@ DType parse_type(const std::string& name, const char* what) {
   if (!t)
     throw std::invalid_argument(std::string(what) + " '" + name +
                                 "' is not a type (f32|f16|bf16|q8_0|q4_0|q8_c|q4_g128|fp8)");
+  if (dtype_is_kquant(*t))
+    throw std::invalid_argument(std::string(what) + " '" + name +
+                                "': shrike reads the k-quants (q2_K..q6_K, iq4_nl, iq4_xs) but "
+                                "its quantisers do not write them yet; use "
+                                "f32|f16|bf16|q8_0|q4_0|q8_c|q4_g128|fp8");
   return *t;
 }
 

@@ -7,6 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/kquants.h"
+
 namespace shrike {
 
 std::string_view dtype_name(DType t) {
@@ -27,6 +29,20 @@ std::string_view dtype_name(DType t) {
       return "q4_g128";
     case DType::FP8_E4M3:
       return "fp8";
+    case DType::Q2_K:
+      return "q2_K";
+    case DType::Q3_K:
+      return "q3_K";
+    case DType::Q4_K:
+      return "q4_K";
+    case DType::Q5_K:
+      return "q5_K";
+    case DType::Q6_K:
+      return "q6_K";
+    case DType::IQ4_NL:
+      return "iq4_nl";
+    case DType::IQ4_XS:
+      return "iq4_xs";
   }
   return "unknown";
 }
@@ -36,14 +52,55 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
   if (s == "fp8_e4m3") return DType::FP8_E4M3;
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q8_C,
-                  DType::Q4_G128, DType::FP8_E4M3})
-    if (dtype_name(t) == s) return t;
+                  DType::Q4_G128, DType::FP8_E4M3, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                  DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS}) {
+    std::string n(dtype_name(t));
+    for (char& c : n) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (n == s) return t;
+  }
   return std::nullopt;
 }
 
 bool dtype_is_known(uint32_t id) {
-  return id == 0 || id == 1 || id == 2 || id == 8 || id == 30 || id == 1024 || id == 1025 ||
-         id == 1026;
+  switch (id) {
+    case 0:
+    case 1:
+    case 2:
+    case 8:
+    case 10:
+    case 11:
+    case 12:
+    case 13:
+    case 14:
+    case 20:
+    case 23:
+    case 30:
+    case 1024:
+    case 1025:
+    case 1026:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool dtype_is_kquant(DType t) {
+  switch (t) {
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool dtype_is_writable(DType t) {
+  return t != DType::Q2_K && t != DType::Q3_K && t != DType::IQ4_NL && t != DType::IQ4_XS;
 }
 
 bool dtype_has_row_scale(DType t) {
@@ -52,6 +109,8 @@ bool dtype_has_row_scale(DType t) {
 
 int64_t dtype_block_elems(DType t) {
   if (t == DType::Q4_G128) return kQ4G128Block;
+  if (t == DType::IQ4_NL) return 32;
+  if (dtype_is_kquant(t)) return kSuperBlock;
   return (t == DType::Q8_0 || t == DType::Q4_0) ? kQuantBlock : 1;
 }
 
@@ -71,6 +130,20 @@ int64_t dtype_block_bytes(DType t) {
       return 1;
     case DType::Q4_G128:
       return sizeof(BlockQ4_G128);
+    case DType::Q2_K:
+      return sizeof(BlockQ2_K);
+    case DType::Q3_K:
+      return sizeof(BlockQ3_K);
+    case DType::Q4_K:
+      return sizeof(BlockQ4_K);
+    case DType::Q5_K:
+      return sizeof(BlockQ5_K);
+    case DType::Q6_K:
+      return sizeof(BlockQ6_K);
+    case DType::IQ4_NL:
+      return sizeof(BlockIQ4_NL);
+    case DType::IQ4_XS:
+      return sizeof(BlockIQ4_XS);
   }
   return 0;
 }
@@ -156,6 +229,20 @@ uint8_t fp32_to_fp8_e4m3(float f) {
 
 void dequantize_row(DType t, const void* src, float* dst, int64_t n, float row_scale) {
   switch (t) {
+    case DType::Q2_K:
+      return dequantize_q2_k(static_cast<const BlockQ2_K*>(src), dst, n);
+    case DType::Q3_K:
+      return dequantize_q3_k(static_cast<const BlockQ3_K*>(src), dst, n);
+    case DType::Q4_K:
+      return dequantize_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
+    case DType::Q5_K:
+      return dequantize_q5_k(static_cast<const BlockQ5_K*>(src), dst, n);
+    case DType::Q6_K:
+      return dequantize_q6_k(static_cast<const BlockQ6_K*>(src), dst, n);
+    case DType::IQ4_NL:
+      return dequantize_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n);
+    case DType::IQ4_XS:
+      return dequantize_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n);
     case DType::F32:
       std::memcpy(dst, src, size_t(n) * 4);
       return;
@@ -215,6 +302,18 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n, float row_s
 
 void quantize_row(DType t, const float* src, void* dst, int64_t n, float* row_scale) {
   switch (t) {
+    case DType::Q4_K:
+      return quantize_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
+    case DType::Q5_K:
+      return quantize_q5_k(src, static_cast<BlockQ5_K*>(dst), n);
+    case DType::Q6_K:
+      return quantize_q6_k(src, static_cast<BlockQ6_K*>(dst), n);
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+      throw std::invalid_argument("quantize_row: shrike reads " + std::string(dtype_name(t)) +
+                                  " but does not write it");
     case DType::F32:
       std::memcpy(dst, src, size_t(n) * 4);
       return;

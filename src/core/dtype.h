@@ -17,6 +17,15 @@ enum class DType : uint32_t {
   F16 = 1,
   Q4_0 = 2,
   Q8_0 = 8,
+  // k-quants and i-quants, read from downloaded GGUFs (core/kquants.h); the reference
+  // quantisers here write Q4_K, Q5_K and Q6_K (synth uses them), `shrike quantize` not yet.
+  Q2_K = 10,
+  Q3_K = 11,
+  Q4_K = 12,
+  Q5_K = 13,
+  Q6_K = 14,
+  IQ4_NL = 20,
+  IQ4_XS = 23,
   BF16 = 30,
   // shrike types (docs/formats.md):
   Q8_C = 1024,      // int8 per element; one f32 scale per row in the tensor NAME.scale
@@ -64,15 +73,21 @@ bool dtype_has_row_scale(DType t);
 float fp8_e4m3_to_fp32(uint8_t v);
 uint8_t fp32_to_fp8_e4m3(float f);
 
-// Name as GGUF/llama.cpp prints it ("f32", "q8_0", ...).
+// Name as GGUF/llama.cpp prints it ("f32", "q8_0", "q4_K", ...).
 std::string_view dtype_name(DType t);
-// Parses "f32|f16|bf16|q8_0|q4_0|q8_c|q4_g128|fp8" (case-insensitive); nullopt when unknown.
+// Parses a name dtype_name gives (case-insensitive; "fp8_e4m3" too); nullopt when unknown.
 std::optional<DType> dtype_from_name(std::string_view name);
+// Whether shrike's quantisers write the type (all but Q2_K, Q3_K, IQ4_NL and IQ4_XS, which are
+// read only).
+bool dtype_is_writable(DType t);
+// The k-quant and i-quant types (core/kquants.h).
+bool dtype_is_kquant(DType t);
 // True when the numeric id is one of the types above.
 bool dtype_is_known(uint32_t id);
-// Elements per block (1, 32 or 128).
+// Elements per block (1, 32, 128 or 256).
 int64_t dtype_block_elems(DType t);
-// Bytes per block (4, 2, 2, 34, 18; 1, 68, 1). Row-scale types exclude their scales.
+// Bytes per block (4, 2, 2, 34, 18; 1, 68, 1; the k-quants' sizeof). Row-scale types exclude
+// their scales.
 int64_t dtype_block_bytes(DType t);
 // Bytes for a row of n elements; n must be a multiple of the block size.
 inline int64_t dtype_row_bytes(DType t, int64_t n) {
@@ -97,7 +112,8 @@ void dequantize_row(DType t, const void* src, float* dst, int64_t n, float row_s
 // Reference quantisation, as llama.cpp's reference quantisers define it (round to nearest,
 // scale = absmax / 127 for Q8_0; scale = max / -8 for Q4_0). shrike types: Q8_C scale =
 // absmax / 127 per row; FP8_E4M3 scale = absmax / 448 per row; Q4_G128 d = (max - min) / 15,
-// m = min per group of 128, q = round((x - m) / d) clamped to 0..15.
+// m = min per group of 128, q = round((x - m) / d) clamped to 0..15. Q4_K / Q5_K / Q6_K: see
+// core/kquants.h. std::invalid_argument for a type shrike does not write (dtype_is_writable).
 // row_scale receives the row's scale for row-scale types (required for them, else unused).
 void quantize_row(DType t, const float* src, void* dst, int64_t n, float* row_scale = nullptr);
 

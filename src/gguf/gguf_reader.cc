@@ -358,7 +358,8 @@ class Reader {
       const uint32_t type = read<uint32_t>(owner + " type");
       if (!dtype_is_known(type))
         fail(owner + " has unknown type " + std::to_string(type) +
-             " (this build reads f32, f16, bf16, q8_0, q4_0)");
+             " (this build reads f32, f16, bf16, q8_0, q4_0, q2_K..q6_K, iq4_nl, iq4_xs and "
+             "shrike's own types)");
       ti.type = DType(type);
       const int64_t block = dtype_block_elems(ti.type);
       if (ti.dims[0] % block != 0)

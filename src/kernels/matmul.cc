@@ -49,6 +49,18 @@ void check_type(DType type, int64_t cols) {
       if (cols % kQ4G128Block != 0)
         throw std::invalid_argument("matmul: cols must be a multiple of 128 for q4_g128 weights");
       return;
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+      if (cols % dtype_block_elems(type) != 0)
+        throw std::invalid_argument("matmul: cols must be a multiple of " +
+                                    std::to_string(dtype_block_elems(type)) + " for " +
+                                    std::string(dtype_name(type)) + " weights");
+      return;
   }
   throw std::invalid_argument("matmul: unsupported weight type " +
                               std::to_string(static_cast<uint32_t>(type)));
@@ -198,6 +210,14 @@ int64_t panel_bytes(DType t, int64_t cols) {
       return cols / kQ4G128Block * kPanel * int64_t(sizeof(BlockQ4_G128));
     case DType::FP8_E4M3:
       return kScaleBytes + round_up(cols * kPanel, 64);
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+      return kPanel * dtype_row_bytes(t, cols);
   }
   return 0;
 }
@@ -274,6 +294,15 @@ void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows,
         }
         case DType::FP8_E4M3:
           for (int64_t c = 0; c < cols; ++c) dst[kScaleBytes + c * kPanel + lane] = row[c];
+          break;
+        case DType::Q2_K:
+        case DType::Q3_K:
+        case DType::Q4_K:
+        case DType::Q5_K:
+        case DType::Q6_K:
+        case DType::IQ4_NL:
+        case DType::IQ4_XS:  // the file's rows one after another (matmul_internal.h)
+          std::memcpy(dst + lane * int64_t(row_bytes), row, row_bytes);
           break;
       }
     }
@@ -378,7 +407,8 @@ static void run_panels(const detail::IsaMatmul& k, const detail::GemmArgs& a, in
 void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
                  ThreadPool& pool, MatmulOptions opt) {
   if (n <= 0 || w.rows() <= 0) return;
-  const detail::IsaMatmul& k = isa_table(isa);
+  // The k-quants have only the portable kernel so far: correct on every ISA, not yet fast.
+  const detail::IsaMatmul& k = isa_table(dtype_is_kquant(w.type()) ? Isa::Scalar : isa);
   detail::GemmArgs a = gemm_args(w, n, y, opt);
   a.x = x;
   const int nt = threads_for_product(w.weight_bytes(), n, pool.size());

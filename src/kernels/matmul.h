@@ -23,7 +23,8 @@ class PackedMatrix {
  public:
   PackedMatrix() = default;
   // `file_rows` is row-major in GGUF layout: `rows` rows of dtype_row_bytes(type, cols) bytes.
-  // cols must be a multiple of 32 for Q8_0 / Q4_0, of 128 for Q4_G128.
+  // cols must be a multiple of 32 for Q8_0 / Q4_0 / IQ4_NL, of 128 for Q4_G128, of 256 for the
+  // other k-quants.
   // Row-scale types (Q8_C, FP8_E4M3) need row_scales: one f32 per row (the NAME.scale tensor);
   // std::invalid_argument without them.
   static PackedMatrix pack(DType type, int64_t rows, int64_t cols, const void* file_rows,

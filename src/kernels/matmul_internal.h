@@ -25,6 +25,8 @@
 //     groups 8(b%2)..8(b%2)+7. 16 * 68 bytes per group: exactly the file size.
 //   FP8_E4M3: the 16 rows' f32 scales (64 bytes), then column-major bytes as the float types
 //     (16 per column), padded to a multiple of 64 bytes.
+//   Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS: the 16 rows' file bytes one after
+//     another (row-major, core/kquants.h); read by the portable kernel only, so far.
 #pragma once
 
 #include <cstdint>

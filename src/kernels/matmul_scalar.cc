@@ -76,6 +76,15 @@ void dequantize_packed_row(DType type, const uint8_t* panel, int64_t lane, int64
         out[c] = fp8_e4m3_to_fp32(panel[kPanel * 4 + c * kPanel + lane]) * scale;
       return;
     }
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+      shrike::dequantize_row(type, panel + lane * dtype_row_bytes(type, cols), out, cols);
+      return;
   }
 }
 

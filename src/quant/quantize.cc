@@ -41,6 +41,9 @@ KeepRule parse_keep_rule(const std::string& text) {
   if (!type)
     throw std::invalid_argument("--keep '" + text + "': unknown type '" + text.substr(eq + 1) +
                                 "' (f32|f16|bf16|q8_0|q4_0|q8_c|q4_g128|fp8)");
+  if (dtype_is_kquant(*type))
+    throw std::invalid_argument("--keep '" + text + "': the k-quants are read, not written (" +
+                                "f32|f16|bf16|q8_0|q4_0|q8_c|q4_g128|fp8)");
   return {text.substr(0, eq), *type};
 }
 

@@ -80,6 +80,22 @@ Weights random_weights(DType type, int64_t rows, int64_t cols, std::mt19937& rng
   Weights w;
   const size_t rb = size_t(dtype_row_bytes(type, cols));
   w.file.resize(size_t(rows) * rb);
+  if (!dtype_is_writable(type)) {  // read-only k-quants: random codes under finite f16 scales
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (auto& b : w.file) b = uint8_t(byte(rng));
+    const int64_t bb = dtype_block_bytes(type);
+    // Offsets of each block's f16 fields (core/kquants.h).
+    const std::vector<int64_t> halves = type == DType::Q2_K   ? std::vector<int64_t>{80, 82}
+                                        : type == DType::Q3_K ? std::vector<int64_t>{108}
+                                                              : std::vector<int64_t>{0};
+    std::uniform_real_distribution<float> scale(0.001f, 0.1f);
+    for (size_t o = 0; o < w.file.size(); o += size_t(bb))
+      for (int64_t h : halves) {
+        const uint16_t v = fp32_to_fp16(scale(rng));
+        std::memcpy(&w.file[o + size_t(h)], &v, 2);
+      }
+    return w;
+  }
   if (dtype_has_row_scale(type)) w.scales.resize(size_t(rows));
   for (int64_t r = 0; r < rows; ++r)
     quantize_row(type, f.data() + r * cols, w.file.data() + size_t(r) * rb, cols,
@@ -270,6 +286,15 @@ std::vector<Case> cases_for(DType type) {
       return q4g128_cases();
     case DType::FP8_E4M3:
       return fp8_cases();
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+    case DType::IQ4_XS:
+      return {{type, 17, 512, 1}, {type, 33, 256, 5}, {type, 16, 768, 2}};
+    case DType::IQ4_NL:
+      return {{type, 17, 96, 1}, {type, 33, 256, 5}};
     default:
       return float_cases(type);
   }
@@ -289,7 +314,9 @@ TEST_P(MatmulTest, PackDequantizeRoundTripIsExact) {
   const DType type = GetParam();
   std::mt19937 rng(7);
   for (int64_t rows : {1, 17, 40}) {
-    const int64_t cols = type == DType::Q4_G128 ? 384 : activation_quantised(type) ? 96 : 100;
+    const int64_t cols = type == DType::Q4_G128 || dtype_is_kquant(type) ? 768
+                         : activation_quantised(type)                    ? 96
+                                                                         : 100;
     const Weights wt = random_weights(type, rows, cols, rng);
     const PackedMatrix w = PackedMatrix::pack(type, rows, cols, wt.file.data(), wt.scale_ptr());
     EXPECT_EQ(w.weight_bytes(), wt.file.size() + wt.scales.size() * 4);
@@ -379,7 +406,8 @@ TEST(MatmulPack, RejectsMissingScalesAndBadShapes) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, MatmulTest,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0,
                                            DType::Q4_0, DType::Q8_C, DType::Q4_G128,
-                                           DType::FP8_E4M3),
+                                           DType::FP8_E4M3, DType::Q2_K, DType::Q3_K, DType::Q4_K,
+                                           DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS),
                          [](const ::testing::TestParamInfo<DType>& i) {
                            return std::string(dtype_name(i.param));
                          });

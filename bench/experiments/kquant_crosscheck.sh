@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# shrike against llama.cpp on the same GGUF files, for every weight type llama.cpp's own
+# llama-quantize writes from one F16 model: top-1 agreement and mean KL(llama.cpp || shrike) of
+# the next-token distributions at every position of one sequence (issue "The models people
+# download", acceptance 1). Needs a llama.cpp build beside the project (never inside it):
+#   bench/experiments/kquant_crosscheck.sh LLAMA_CPP_DIR [OUT_DIR]
+# LLAMA_CPP_DIR holds include/, ggml/include/ and build/bin/{llama-quantize,libllama.so}.
+# Environment: TYPES (llama-quantize names), TOKENS (sequence length, default 256), MODEL (an F16
+# or F32 GGUF to start from instead of the random-weight Llama synthesised here; its tensors'
+# rows must be multiples of 256 for the k-quants to be used throughout).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+llama=$(cd "$1" && pwd)
+out=${2:-runs/kquant_crosscheck}
+mkdir -p "$out"
+types=${TYPES:-"Q8_0 Q6_K Q5_K_M Q4_K_M Q3_K_M Q2_K IQ4_NL IQ4_XS"}
+ntok=${TOKENS:-256}
+[ -x build/shrike ] || scripts/build.sh
+unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
+
+g++ -O2 -std=c++17 bench/experiments/llamacpp_logits.cc -I"$llama/include" \
+  -I"$llama/ggml/include" -L"$llama/build/bin" -lllama -lggml -lggml-base \
+  -Wl,-rpath,"$llama/build/bin" -o "$out/llamacpp_logits"
+
+base=${MODEL:-$out/base-f16.gguf}
+if [ -z "${MODEL:-}" ] && [ ! -f "$base" ]; then
+  # A Llama shape whose every matrix row is a multiple of 256, with a real 32k vocabulary.
+  build/shrike synth --dim 512 --layers 4 --heads 8 --kv-heads 4 --ffn 1536 --vocab 32000 \
+    --type f16 --seed 7 -o "$base"
+fi
+# The sequence: ids spread over the vocabulary (a random model has no text it prefers).
+python3 -c "import random; r = random.Random(3); print(' '.join(str(r.randrange(3, 32000)) for _ in range($ntok)))" >"$out/tokens.txt"
+
+compare() {  # llama.cpp logits, shrike logits, tokens -> "top1 kl max_abs"
+  python3 - "$1" "$2" "$3" <<'PY'
+import array, math, sys
+a, b = array.array("f"), array.array("f")
+a.frombytes(open(sys.argv[1], "rb").read()); b.frombytes(open(sys.argv[2], "rb").read())
+n = int(sys.argv[3]); v = len(a) // n
+assert len(a) == len(b) == n * v, "logit files differ in size"
+agree, kl, mad, ties, agree_decided = 0, 0.0, 0.0, 0, 0
+for t in range(n):
+    p, q = a[t * v:(t + 1) * v], b[t * v:(t + 1) * v]
+    same = max(range(v), key=p.__getitem__) == max(range(v), key=q.__getitem__)
+    agree += same
+    # A near tie: llama.cpp's top two logits closer than twice the largest difference between
+    # the engines at this position, so rounding alone may order them either way.
+    top2 = sorted(p)[-2:]
+    if top2[1] - top2[0] < 2 * max(abs(x - y) for x, y in zip(p, q)):
+        ties += 1
+    else:
+        agree_decided += same
+    mp, mq = max(p), max(q)
+    lp = math.log(sum(math.exp(x - mp) for x in p)) + mp
+    lq = math.log(sum(math.exp(x - mq) for x in q)) + mq
+    kl += sum(math.exp(x - lp) * ((x - lp) - (y - lq)) for x, y in zip(p, q))
+    mad = max(mad, max(abs(x - y) for x, y in zip(p, q)))
+print(f"{agree / n:.4f} {agree_decided}/{n - ties} {kl / n:.2e} {mad:.3g}")
+PY
+}
+
+printf '| file type | tensors by type | top-1 agreement | top-1 outside near ties | mean KL | max abs logit diff |\n|---|---|---|---|---|---|\n'
+for t in F16 $types; do
+  f=$out/model-$t.gguf
+  if [ "$t" = F16 ]; then
+    f=$base
+  elif [ ! -f "$f" ]; then
+    "$llama/build/bin/llama-quantize" "$base" "$f" "$t" >"$out/quantize-$t.log" 2>&1
+  fi
+  "$out/llamacpp_logits" "$f" "$out/tokens.txt" "$out/llama-$t.f32" 2 2>/dev/null
+  build/shrike logits -m "$f" --tokens "$out/tokens.txt" -o "$out/shrike-$t.f32" -t 2 2>/dev/null
+  mix=$(python3 - "$f" <<'PY'
+import collections, struct, sys
+# Tensor types from the GGUF header (ggml type ids), counted.
+names = {0: "f32", 1: "f16", 8: "q8_0", 10: "q2_K", 11: "q3_K", 12: "q4_K", 13: "q5_K", 14: "q6_K", 20: "iq4_nl", 23: "iq4_xs", 6: "q5_0", 2: "q4_0", 3: "q4_1", 7: "q5_1"}
+f = open(sys.argv[1], "rb"); d = f.read(64 << 20)
+o = 4 + 4; nt, nkv = struct.unpack_from("<QQ", d, o); o += 16
+def s(o):
+    n, = struct.unpack_from("<Q", d, o); return o + 8 + n
+def val(o, t):
+    fixed = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+    if t in fixed: return o + fixed[t]
+    if t == 8: return s(o)
+    et, n = struct.unpack_from("<IQ", d, o); o += 12
+    for _ in range(n): o = val(o, et)
+    return o
+for _ in range(nkv):
+    o = s(o); t, = struct.unpack_from("<I", d, o); o = val(o + 4, t)
+c = collections.Counter()
+for _ in range(nt):
+    o = s(o); nd, = struct.unpack_from("<I", d, o); o += 4 + 8 * nd
+    t, = struct.unpack_from("<I", d, o); o += 12
+    c[names.get(t, str(t))] += 1
+print(", ".join(f"{k} {v}" for k, v in c.most_common()))
+PY
+)
+  echo "| $t | $mix | $(compare "$out/llama-$t.f32" "$out/shrike-$t.f32" "$ntok" | awk '{print $1 " | " $2 " | " $3 " | " $4}') |"
+done
