@@ -12,7 +12,8 @@
 // little-endian, row-major, no header. n_tokens and n_vocab are printed to stderr.
 // THREADS defaults to the number of hardware threads. KV_TYPE is f32 (default, so the KV cache adds
 // no rounding) or f16 (llama.cpp's own default, as llama-cli/llama-server use it).
-// llama.cpp's log is filtered to warnings and errors; set LLAMACPP_LOGITS_VERBOSE=1 to see all of it.
+// llama.cpp's log is filtered to warnings and errors; set LLAMACPP_LOGITS_VERBOSE=1 to see all of
+// it.
 //
 // Build against a llama.cpp CMake build with BUILD_SHARED_LIBS=ON (libllama.so and libggml*.so
 // land in build/bin):
@@ -175,9 +176,9 @@ int main(int argc, char** argv) {
 
   llama_context_params cparams = llama_context_default_params();
   const uint32_t n = static_cast<uint32_t>(n_tokens);
-  cparams.n_ctx = n;      // llama.cpp pads this up to its KV-cache granularity
-  cparams.n_batch = n;    // the whole sequence must fit one llama_decode call ...
-  cparams.n_ubatch = n;   // ... and one physical batch, so it runs as one graph
+  cparams.n_ctx = n;     // llama.cpp pads this up to its KV-cache granularity
+  cparams.n_batch = n;   // the whole sequence must fit one llama_decode call ...
+  cparams.n_ubatch = n;  // ... and one physical batch, so it runs as one graph
   cparams.n_seq_max = 1;
   cparams.n_threads = n_threads;
   cparams.n_threads_batch = n_threads;
