@@ -439,6 +439,7 @@ int run_serve(ServeArgs a) {
                    "/admin/models/NAME)\n");
     }
     http.set_ready();
+    std::fprintf(stderr, "shrike serve: %d HTTP workers\n", a.server.http_threads);
     // Tests and scripts wait for this line: it means ready, so not after a signal while loading.
     if (!signalled.load())
       std::fprintf(stderr, "shrike serve: listening on http://%s:%d\n", a.server.host.c_str(),

@@ -285,7 +285,7 @@ FrontLimits front_limits(const ServerOptions& o) {
   f.max_connections = o.max_connections;
   f.max_keep_alive_requests = 1000;
   f.send_buffer_bytes = o.send_buffer_bytes;
-  f.workers = std::max(1, o.http_threads);
+  f.workers = o.http_threads > 0 ? o.http_threads : 64;
   return f;
 }
 
@@ -605,6 +605,8 @@ void HttpServer::Impl::admin_add(const httplib::Request& req, httplib::Response&
           res, bad_request(std::string("'") + key + "' is required (a non-empty string).", key,
                            "missing_required_parameter"));
   const std::string name = j["name"], path = j["path"];
+  if (const auto problem = model_name_problem(name))
+    return send_error(res, bad_request("'name': " + *problem + ".", "name", "invalid_value"));
   if (draining.load())
     return send_error(res, unavailable("The server is shutting down and accepts no new models."));
   if (!loader) return send_error(res, server_error("This server cannot load models."));

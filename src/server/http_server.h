@@ -37,8 +37,9 @@ struct ServerOptions {
   size_t max_body_bytes = size_t(8) << 20;
   double request_timeout_s = 0;  // deadline of requests that set no "timeout"; 0: none
   // Workers answering complete requests (a streaming request holds one until it ends); clients
-  // still sending, and idle keep-alive connections, hold none (connection_front.h).
-  int http_threads = 64;
+  // still sending, and idle keep-alive connections, hold none (connection_front.h). 0: 64
+  // (`shrike serve` derives max(64, models x (max-seqs + 32)) instead).
+  int http_threads = 0;
   // Slow and hostile clients (connection_front.h, request_framer.h): whole-request deadlines,
   // head limits, open connections, and how long a write may wait for a client to read.
   double header_timeout_s = 10;

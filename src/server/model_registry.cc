@@ -28,8 +28,19 @@ std::shared_ptr<const constrain::Constraint> ServedModel::compile(
   return constraints_->get(spec);
 }
 
+std::optional<std::string> model_name_problem(const std::string& name) {
+  if (name.empty()) return "a served model needs a name";
+  if (name.size() > kMaxModelNameBytes)
+    return "a model name has at most " + std::to_string(kMaxModelNameBytes) + " bytes (this one " +
+           std::to_string(name.size()) + ")";
+  for (unsigned char c : name)
+    if (c <= 0x20 || c == 0x7f) return "a model name holds no spaces or control characters";
+  return std::nullopt;
+}
+
 void ModelRegistry::add(std::shared_ptr<ServedModel> m) {
-  if (!m || m->name().empty()) throw std::invalid_argument("a served model needs a name");
+  if (!m) throw std::invalid_argument("a served model needs a name");
+  if (const auto problem = model_name_problem(m->name())) throw std::invalid_argument(*problem);
   std::unique_lock lock(mu_);
   if (models_.count(m->name()))
     throw std::invalid_argument("a model named '" + m->name() + "' is already served");

@@ -67,9 +67,16 @@ class ServedModel {
   std::optional<constrain::ConstraintSpec> default_spec_;
 };
 
+// The longest model name served: it appears in every /metrics sample and in the admin routes'
+// URIs, so a huge one would bloat each scrape and could not be deleted (docs/SECURITY.md).
+constexpr size_t kMaxModelNameBytes = 128;
+// Why a model name cannot be served (empty, longer than kMaxModelNameBytes, or holding a control
+// character or a space), or nullopt when it can.
+std::optional<std::string> model_name_problem(const std::string& name);
+
 class ModelRegistry {
  public:
-  // std::invalid_argument when the name is empty or taken.
+  // std::invalid_argument when the name cannot be served (model_name_problem) or is taken.
   void add(std::shared_ptr<ServedModel> m);
   // Null when there is none of that name.
   std::shared_ptr<ServedModel> find(const std::string& name) const;

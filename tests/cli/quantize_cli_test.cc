@@ -96,7 +96,10 @@ TEST_F(QuantizeCli, CoverageTellsTrafficLikeCalibrationFromTrafficUnlikeIt) {
 
 TEST_F(QuantizeCli, BadOptionsAndInputsFailClearly) {
   const std::string in = path("in.gguf");
-  fails("quantize " + in + " -o " + path("x.gguf") + " --type q5_k", "'q5_k' is not a type");
+  fails("quantize " + in + " -o " + path("x.gguf") + " --type q7_k", "'q7_k' is not a type");
+  // Read, not written (yet): said so, not "not a type".
+  fails("quantize " + in + " -o " + path("x.gguf") + " --type q5_k",
+        "shrike reads the k-quants (q2_K..q6_K, iq4_nl, iq4_xs) but its quantisers do not write");
   fails("quantize " + in + " -o " + path("x.gguf") + " --method awq", "needs --calib");
   fails("quantize " + in + " -o " + path("x.gguf") + " --method best", "expected rtn, awq or gptq");
   fails("quantize " + in + " -o " + path("x.gguf") + " --keep 'blk.*'", "expected PATTERN=TYPE");

@@ -163,7 +163,8 @@ TEST(Q4_0, QuantiseMatchesTheReferenceDefinition) {
 
 TEST(DType, NamesSizesAndIds) {
   EXPECT_EQ(dtype_from_name("Q8_0"), DType::Q8_0);
-  EXPECT_FALSE(dtype_from_name("q5_k").has_value());
+  EXPECT_FALSE(dtype_from_name("q7_k").has_value());
+  EXPECT_EQ(dtype_from_name("q5_k"), DType::Q5_K);  // llama.cpp prints q5_K
   EXPECT_EQ(dtype_row_bytes(DType::Q4_0, 64), 36);
   EXPECT_EQ(dtype_row_bytes(DType::Q8_0, 64), 68);
   EXPECT_EQ(dtype_row_bytes(DType::BF16, 3), 6);

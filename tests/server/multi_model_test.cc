@@ -125,6 +125,13 @@ fs::path* MultiModelTest::dir_ = nullptr;
 std::string* MultiModelTest::error_ = nullptr;
 ServerProcess* MultiModelTest::server_ = nullptr;
 
+// --http-threads left out: max(64, models x (max-seqs + 32)) workers, so every stream each
+// model may hold finds a worker with 32 to spare for the other requests.
+TEST_F(MultiModelTest, HttpWorkersDefaultToTheDocumentedFormula) {
+  EXPECT_NE(server_->log().find("shrike serve: 128 HTTP workers"), std::string::npos)
+      << server_->log();
+}
+
 TEST_F(MultiModelTest, EachModelAnswersByItsName) {
   const Reply a = complete(port(), "alpha", "the same prompt", 12);
   const Reply b = complete(port(), "beta", "the same prompt", 12);
@@ -303,6 +310,15 @@ TEST_F(MultiModelTest, TheAdminRouteAddsAndRemovesAModelWithoutARestart) {
                                 R"({"name": "x", "path": "/nonexistent.gguf"})", kAdminKey);
   EXPECT_EQ(missing.status, 400);
   EXPECT_NE(missing.body.find("nonexistent"), std::string::npos) << missing.body;
+  // Names are bounded and printable: a 1 MB name would bloat every /metrics scrape and could not
+  // be deleted (its DELETE line would exceed the URI limit).
+  for (const std::string& bad : {std::string(1 << 20, 'n'), std::string(129, 'n'),
+                                 std::string("two words"), std::string("tab\there")}) {
+    const Reply r = request(port(), "POST", "/admin/models",
+                            json{{"name", bad}, {"path", path}}.dump(), kAdminKey);
+    EXPECT_EQ(r.status, 400) << bad.size();
+    EXPECT_EQ(r.parsed()["error"]["param"], "name") << r.body;
+  }
   EXPECT_EQ(request(port(), "POST", "/admin/models", json{{"name", "alpha"}, {"path", path}}.dump(),
                     kAdminKey)
                 .status,
