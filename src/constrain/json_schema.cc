@@ -1,6 +1,9 @@
 #include "constrain/json_schema.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -77,14 +80,42 @@ class SchemaCompiler {
   }
 
   void check_keywords(const ojson& s, const std::string& where) {
-    static const std::set<std::string> handled{
-        "type",  "properties", "required",  "additionalProperties",
-        "enum",  "const",      "anyOf",     "allOf",
-        "$ref",  "pattern",    "minLength", "maxLength",
-        "items", "minItems",   "maxItems"};
+    static const std::set<std::string> handled{"type",
+                                               "properties",
+                                               "required",
+                                               "additionalProperties",
+                                               "enum",
+                                               "const",
+                                               "anyOf",
+                                               "allOf",
+                                               "$ref",
+                                               "pattern",
+                                               "minLength",
+                                               "maxLength",
+                                               "items",
+                                               "minItems",
+                                               "maxItems",
+                                               "minimum",
+                                               "maximum",
+                                               "exclusiveMinimum",
+                                               "exclusiveMaximum"};
     for (const auto& [key, v] : s.items()) {
       if (handled.count(key) || annotations().count(key)) continue;
       fail(where, "the keyword '" + key + "' is not supported");
+    }
+    // Bounds are enforced on integers only (a decimal fraction's range is not a short DFA):
+    // refused wherever the value could be another number.
+    if (has_bounds(s)) {
+      const auto t = s.find("type");
+      auto names = [&](const char* type) {
+        return t != s.end() &&
+               ((t->is_string() && *t == type) ||
+                (t->is_array() && std::find(t->begin(), t->end(), type) != t->end()));
+      };
+      if (!names("integer") || names("number"))
+        fail(where,
+             "'minimum', 'maximum', 'exclusiveMinimum' and 'exclusiveMaximum' are supported on "
+             "integers (\"type\": \"integer\") only");
     }
     if (const auto it = s.find("additionalProperties");
         it != s.end() && !(it->is_boolean() && !it->get<bool>()))
@@ -128,7 +159,7 @@ class SchemaCompiler {
     if (type == "object") return object(s, where, depth);
     if (type == "array") return array(s, where, depth);
     if (type == "string") return string(s, where);
-    if (type == "integer") return integer();
+    if (type == "integer") return has_bounds(s) ? bounded_integer(s, where) : integer();
     if (type == "number") return number();
     if (type == "boolean") return nfa_.alt({nfa_.literal("true"), nfa_.literal("false")});
     if (type == "null") return nfa_.literal("null");
@@ -145,6 +176,83 @@ class SchemaCompiler {
     Frag digits = nfa_.alt({nfa_.literal("0"), nfa_.concat(nfa_.seq({{'1', '9'}}),
                                                            up_to_digits(kMaxIntegerDigits - 1))});
     return nfa_.concat(nfa_.optional(nfa_.literal("-")), digits);
+  }
+
+  static bool has_bounds(const ojson& s) {
+    for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+      if (s.contains(k)) return true;
+    return false;
+  }
+
+  // The integers the bounds allow, within int64 (the unbounded side stops at its limit).
+  Frag bounded_integer(const ojson& s, const std::string& where) {
+    constexpr double kTwo63 = 9223372036854775808.0;
+    int64_t lo = std::numeric_limits<int64_t>::min(), hi = std::numeric_limits<int64_t>::max();
+    bool empty = false;
+    auto bound = [&](const char* key, bool lower, bool exclusive) {
+      const auto it = s.find(key);
+      if (it == s.end()) return;
+      if (!it->is_number()) fail(where, std::string("'") + key + "' must be a number");
+      const double v = it->get<double>();
+      // The first integer inside the bound: ceil (floor + 1 when exclusive) from below, floor
+      // (ceil - 1) from above.
+      const double b = lower ? (exclusive ? std::floor(v) + 1 : std::ceil(v))
+                             : (exclusive ? std::ceil(v) - 1 : std::floor(v));
+      if (lower ? b >= kTwo63 : b < -kTwo63) {  // beyond int64: nothing is left
+        empty = true;
+      } else if (lower && b > double(lo)) {
+        lo = int64_t(b);
+      } else if (!lower && b < double(hi)) {
+        hi = int64_t(b);
+      }
+    };
+    bound("minimum", true, false);
+    bound("exclusiveMinimum", true, true);
+    bound("maximum", false, false);
+    bound("exclusiveMaximum", false, true);
+    if (empty || lo > hi) fail(where, "no integer lies within the schema's minimum and maximum");
+    std::vector<Frag> alts;
+    if (lo < 0) {  // "-" then [max(1, -hi), -lo], computed without overflowing at int64's minimum
+      const uint64_t a = hi < 0 ? uint64_t(-(hi + 1)) + 1 : 1, b = uint64_t(-(lo + 1)) + 1;
+      alts.push_back(nfa_.concat(nfa_.literal("-"), natural_range(a, b)));
+    }
+    if (hi >= 0) alts.push_back(natural_range(uint64_t(std::max<int64_t>(lo, 0)), uint64_t(hi)));
+    return nfa_.alt(alts);
+  }
+
+  // The decimal numerals (no leading zeros) of the integers in [a, b], a <= b: per length, a
+  // range of digit strings of that length.
+  Frag natural_range(uint64_t a, uint64_t b) {
+    const std::string sa = std::to_string(a), sb = std::to_string(b);
+    std::vector<Frag> alts;
+    for (size_t len = sa.size(); len <= sb.size(); ++len)
+      alts.push_back(digit_range(len == sa.size() ? sa : "1" + std::string(len - 1, '0'),
+                                 len == sb.size() ? sb : std::string(len, '9')));
+    return nfa_.alt(alts);
+  }
+
+  // Digit strings of x's length from x to y (x <= y): a shared first digit, or x's first digit
+  // then anything from x's rest up, the digits between with anything after, y's first digit
+  // then anything up to y's rest.
+  Frag digit_range(const std::string& x, const std::string& y) {
+    if (x.empty()) return nfa_.empty();
+    const std::string xr = x.substr(1), yr = y.substr(1);
+    auto first = [&](char lo, char hi) { return nfa_.seq({{uint8_t(lo), uint8_t(hi)}}); };
+    if (x[0] == y[0]) return nfa_.concat(first(x[0], x[0]), digit_range(xr, yr));
+    auto any_digits = [&] {
+      Frag f = nfa_.empty();
+      for (size_t i = 0; i < xr.size(); ++i) f = nfa_.concat(f, first('0', '9'));
+      return f;
+    };
+    if (xr.find_first_not_of('0') == std::string::npos &&
+        yr.find_first_not_of('9') == std::string::npos)
+      return nfa_.concat(first(x[0], y[0]), any_digits());
+    std::vector<Frag> alts;
+    alts.push_back(nfa_.concat(first(x[0], x[0]), digit_range(xr, std::string(xr.size(), '9'))));
+    if (y[0] - x[0] > 1)
+      alts.push_back(nfa_.concat(first(char(x[0] + 1), char(y[0] - 1)), any_digits()));
+    alts.push_back(nfa_.concat(first(y[0], y[0]), digit_range(std::string(yr.size(), '0'), yr)));
+    return nfa_.alt(alts);
   }
 
   Frag number() {

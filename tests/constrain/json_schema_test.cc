@@ -71,6 +71,39 @@ TEST(JsonSchema, TenSchemasMatchAndReject) {
   }
 }
 
+// minimum / maximum / exclusiveMinimum / exclusiveMaximum on integers: exactly the integers in
+// the range, in JSON's canonical form (no leading zeros, no "-0").
+TEST(JsonSchema, IntegerBoundsAllowExactlyTheRange) {
+  const Automaton a =
+      json_schema_automaton(ojson::parse(R"({"type":"integer","minimum":-37,"maximum":4567})"));
+  for (int i = -1000; i <= 12000; ++i)
+    ASSERT_EQ(a.matches(std::to_string(i)), i >= -37 && i <= 4567) << i;
+  for (const char* bad : {"00", "07", "-0", "-", "", "1.0", "+5"})
+    EXPECT_FALSE(a.matches(bad)) << bad;
+  const Automaton ex = json_schema_automaton(
+      ojson::parse(R"({"type":"integer","exclusiveMinimum":-10.5,"exclusiveMaximum":10})"));
+  for (int i = -200; i <= 200; ++i)
+    ASSERT_EQ(ex.matches(std::to_string(i)), i >= -10 && i < 10) << i;
+  const Automaton low = json_schema_automaton(ojson::parse(R"({"type":"integer","minimum":1.5})"));
+  EXPECT_TRUE(low.matches("2"));
+  EXPECT_TRUE(low.matches("9223372036854775807"));
+  EXPECT_FALSE(low.matches("9223372036854775808"));  // the unbounded side stops at int64's limit
+  EXPECT_FALSE(low.matches("1"));
+  EXPECT_FALSE(low.matches("-5"));
+  const Automaton high = json_schema_automaton(ojson::parse(R"({"type":"integer","maximum":-3})"));
+  EXPECT_TRUE(high.matches("-3"));
+  EXPECT_TRUE(high.matches("-9223372036854775808"));
+  EXPECT_FALSE(high.matches("-2"));
+  EXPECT_FALSE(high.matches("0"));
+  // Inside an object, with a null alternative.
+  const Automaton obj = json_schema_automaton(ojson::parse(
+      R"({"type":"object","properties":{"n":{"type":["integer","null"],"minimum":1,"maximum":12}},"required":["n"]})"));
+  EXPECT_TRUE(obj.matches(R"({"n":12})"));
+  EXPECT_TRUE(obj.matches(R"({"n":null})"));
+  EXPECT_FALSE(obj.matches(R"({"n":13})"));
+  EXPECT_FALSE(obj.matches(R"({"n":0})"));
+}
+
 TEST(JsonSchema, UnsupportedFeaturesAreNamed) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"type":"string","format":"email"})", "'format'"},
@@ -79,7 +112,13 @@ TEST(JsonSchema, UnsupportedFeaturesAreNamed) {
       {R"({"type":"object","properties":{},"additionalProperties":{"type":"string"}})",
        "additionalProperties"},
       {R"({"if":{"type":"string"},"then":{},"else":{}})", "'if'"},
-      {R"({"type":"integer","minimum":0})", "'minimum'"},
+      {R"({"type":"number","minimum":0})", "supported on integers"},
+      {R"({"minimum":0})", "supported on integers"},
+      {R"({"type":["integer","number"],"maximum":3})", "supported on integers"},
+      {R"({"type":"integer","minimum":5,"maximum":4})", "no integer lies"},
+      {R"({"type":"integer","exclusiveMinimum":4,"exclusiveMaximum":5})", "no integer lies"},
+      {R"({"type":"integer","minimum":1e30})", "no integer lies"},
+      {R"({"type":"integer","minimum":"3"})", "must be a number"},
       {R"({"oneOf":[{"type":"integer"}]})", "'oneOf'"},
       {R"({"$defs":{"N":{"type":"object","properties":{"next":{"$ref":"#/$defs/N"}}}},"$ref":"#/$defs/N"})",
        "recursive"},
