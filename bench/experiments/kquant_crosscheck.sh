@@ -67,32 +67,10 @@ for t in F16 $types; do
   elif [ ! -f "$f" ]; then
     "$llama/build/bin/llama-quantize" "$base" "$f" "$t" >"$out/quantize-$t.log" 2>&1
   fi
-  "$out/llamacpp_logits" "$f" "$out/tokens.txt" "$out/llama-$t.f32" 2 2>/dev/null
+  # llama.cpp's loader lists the file's tensors by type ("- type q4_K:   25 tensors").
+  mix=$(LLAMACPP_LOGITS_VERBOSE=1 "$out/llamacpp_logits" "$f" "$out/tokens.txt" \
+    "$out/llama-$t.f32" 2 2>&1 | sed -n 's/.*- type *\([a-z0-9_A-Z]*\): *\([0-9]*\) tensors.*/\1 \2/p' |
+    sort -k2,2nr | paste -sd, - | sed 's/,/, /g')
   build/shrike logits -m "$f" --tokens "$out/tokens.txt" -o "$out/shrike-$t.f32" -t 2 2>/dev/null
-  mix=$(python3 - "$f" <<'PY'
-import collections, struct, sys
-# Tensor types from the GGUF header (ggml type ids), counted.
-names = {0: "f32", 1: "f16", 8: "q8_0", 10: "q2_K", 11: "q3_K", 12: "q4_K", 13: "q5_K", 14: "q6_K", 20: "iq4_nl", 23: "iq4_xs", 6: "q5_0", 2: "q4_0", 3: "q4_1", 7: "q5_1"}
-f = open(sys.argv[1], "rb"); d = f.read(64 << 20)
-o = 4 + 4; nt, nkv = struct.unpack_from("<QQ", d, o); o += 16
-def s(o):
-    n, = struct.unpack_from("<Q", d, o); return o + 8 + n
-def val(o, t):
-    fixed = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
-    if t in fixed: return o + fixed[t]
-    if t == 8: return s(o)
-    et, n = struct.unpack_from("<IQ", d, o); o += 12
-    for _ in range(n): o = val(o, et)
-    return o
-for _ in range(nkv):
-    o = s(o); t, = struct.unpack_from("<I", d, o); o = val(o + 4, t)
-c = collections.Counter()
-for _ in range(nt):
-    o = s(o); nd, = struct.unpack_from("<I", d, o); o += 4 + 8 * nd
-    t, = struct.unpack_from("<I", d, o); o += 12
-    c[names.get(t, str(t))] += 1
-print(", ".join(f"{k} {v}" for k, v in c.most_common()))
-PY
-)
   echo "| $t | $mix | $(compare "$out/llama-$t.f32" "$out/shrike-$t.f32" "$ntok" | awk '{print $1 " | " $2 " | " $3 " | " $4}') |"
 done

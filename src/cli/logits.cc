@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/model_files.h"
 #include "core/file_buffer.h"
 #include "core/thread_pool.h"
 #include "kv/contiguous_kv.h"
@@ -26,19 +27,9 @@ struct LogitsArgs {
 std::vector<int32_t> read_token_ids(const std::string& path, int64_t vocab) {
   std::ifstream in(path);
   if (!in) throw FileError(path + ": cannot open");
-  std::vector<int32_t> ids;
-  for (std::string word; in >> word;) {
-    size_t used = 0;
-    long long id = -1;
-    try {
-      id = std::stoll(word, &used);
-    } catch (const std::exception&) {
-    }
-    if (used != word.size() || id < 0 || id >= vocab)
-      throw FileError(path + ": '" + word + "' (token " + std::to_string(ids.size()) +
-                      ") is not a token id of this model (0.." + std::to_string(vocab - 1) + ")");
-    ids.push_back(int32_t(id));
-  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::vector<int32_t> ids = parse_token_ids(text.str(), vocab, path);
   if (ids.empty()) throw FileError(path + ": no token ids");
   return ids;
 }

@@ -1,7 +1,8 @@
 // `shrike max-rate --url URL --prompts P.jsonl -o DIR`: any OpenAI-compatible server measured as
 // `shrike optimize` measures a stage (src/optimize/measure): P50/P99 at concurrency 1, then the
 // highest bursty open-loop arrival rate with the target fraction of requests within the budget.
-// Writes DIR/NAME.json; bench/experiments/vs_llama_server.sh runs it against shrike and llama-server.
+// Writes DIR/NAME.json; bench/experiments/vs_llama_server.sh runs it against shrike and
+// llama-server.
 
 #include <cmath>
 #include <cstdio>

@@ -5,12 +5,32 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 
 #include "core/file_buffer.h"
 #include "gguf/gguf.h"
 #include "tokenizer/hf_tokenizer.h"
 
 namespace shrike::cli {
+
+std::vector<int32_t> parse_token_ids(const std::string& text, int64_t vocab,
+                                     const std::string& where) {
+  std::istringstream in(text);
+  std::vector<int32_t> ids;
+  for (std::string word; in >> word;) {
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(word, &used);
+    } catch (const std::exception&) {
+    }
+    if (used != word.size() || id < 0 || id >= vocab)
+      throw FileError(where + ": '" + word + "' is not a token id of this vocabulary (0.." +
+                      std::to_string(vocab - 1) + "; word " + std::to_string(ids.size() + 1) + ")");
+    ids.push_back(int32_t(id));
+  }
+  return ids;
+}
 namespace {
 bool is_gguf(const std::string& path) {
   const MappedFile f = MappedFile::open(path);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "tokenizer/tokenizer.h"
@@ -16,6 +17,11 @@ namespace shrike::cli {
 std::unique_ptr<tokenizer::Tokenizer> load_tokenizer(const std::string& model_path,
                                                      const std::string& tokenizer_path,
                                                      int64_t vocab_size);
+
+// Whitespace-separated token ids (`shrike tokenize`'s output), each checked against a vocabulary
+// of `vocab` tokens. Throws FileError naming `where` and the offending word.
+std::vector<int32_t> parse_token_ids(const std::string& text, int64_t vocab,
+                                     const std::string& where);
 
 // `shrike convert`: a Hugging Face folder as one GGUF that shrike and llama.cpp load, matrices as
 // `type` (F32, F16, BF16, Q8_0; a matrix already of that type copied bit for bit), tokenizer and

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_files.h"
 #include "core/file_buffer.h"
 #include "gguf/gguf.h"
 #include "tokenizer/hf_tokenizer.h"
@@ -45,20 +46,7 @@ int run_tokenize(const TokenizeArgs& a) {
   const tokenizer::Tokenizer tok = open_tokenizer(a.model);
   const std::string text = read_file(a.text_file);
   if (a.detokenize) {
-    std::istringstream in(text);
-    std::vector<int32_t> ids;
-    for (std::string word; in >> word;) {
-      size_t used = 0;
-      long long id = -1;
-      try {
-        id = std::stoll(word, &used);
-      } catch (const std::exception&) {
-      }
-      if (used != word.size() || id < 0 || id >= tok.n_vocab())
-        throw FileError(a.text_file + ": '" + word + "' is not a token id of this vocabulary (0.." +
-                        std::to_string(tok.n_vocab() - 1) + ")");
-      ids.push_back(int32_t(id));
-    }
+    const std::vector<int32_t> ids = parse_token_ids(text, tok.n_vocab(), a.text_file);
     const std::string out = tok.decode(ids);
     std::fwrite(out.data(), 1, out.size(), stdout);
     return 0;

@@ -216,13 +216,13 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
   gguf::GgufWriter w;
   w.set_string("general.name", "shrike-synth");
   // llama.cpp's file-type numbering (LLAMA_FTYPE_*): all f32 0, mostly f16 1, q4_0 2, q8_0 7,
-  // q4_K_M 15, q5_K_M 17, q6_K 18, bf16 32.
+  // q4_K_S 14, q5_K_S 16 (every matrix one k-quant), q6_K 18, bf16 32.
   const uint32_t ftype = opt.type == DType::F32    ? 0
                          : opt.type == DType::F16  ? 1
                          : opt.type == DType::Q4_0 ? 2
                          : opt.type == DType::Q8_0 ? 7
-                         : opt.type == DType::Q4_K ? 15
-                         : opt.type == DType::Q5_K ? 17
+                         : opt.type == DType::Q4_K ? 14
+                         : opt.type == DType::Q5_K ? 16
                          : opt.type == DType::Q6_K ? 18
                                                    : 32;
   w.set_uint32("general.file_type", ftype);

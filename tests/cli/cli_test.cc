@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "run_shrike.h"
 #include "shared_data.h"
@@ -85,6 +87,53 @@ TEST(Cli, GenerateIdsReproducesTheGoldenGreedyTokens) {
     EXPECT_EQ(got, expected) << model;
     EXPECT_NE(r.err.find("decode:"), std::string::npos) << "speeds go to stderr: " << r.err;
   }
+}
+
+// `shrike logits` on the prompt and llama2.c's greedy continuation (golden.json): each position's
+// argmax is the next golden token, and the prompt's last row is llama2.c's own logits.
+TEST(Cli, LogitsOfEveryPositionMatchTheGoldenGreedyRun) {
+  SHRIKE_REQUIRE_SHARED("reference/stories260K/golden.json");
+  const std::string dir = testing::shared_dir() + "/reference/stories260K/";
+  std::ifstream in(dir + "golden.json");
+  const auto cs = nlohmann::json::parse(in)["cases"][2];
+  const auto prompt = cs["prompt_token_ids"].get<std::vector<int>>();
+  auto greedy = cs["greedy_token_ids"].get<std::vector<int>>();
+  greedy.resize(16);
+  std::vector<int> ids = prompt;
+  ids.insert(ids.end(), greedy.begin(), greedy.end() - 1);
+  const std::string tokens = temp_file("ids.txt"), out = temp_file("logits.f32");
+  {
+    std::ofstream t(tokens);
+    for (int id : ids) t << id << ' ';
+  }
+  Result r = shrike("logits -m " + dir + "stories260K.gguf --tokens " + tokens + " -o " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int64_t vocab = 512;
+  ASSERT_EQ(int64_t(std::filesystem::file_size(out)), int64_t(ids.size()) * vocab * 4);
+  std::vector<float> logits(ids.size() * size_t(vocab));
+  std::ifstream(out, std::ios::binary)
+      .read(reinterpret_cast<char*>(logits.data()), std::streamsize(logits.size() * 4));
+  for (size_t i = 0; i < greedy.size(); ++i) {
+    const float* row = logits.data() + (prompt.size() - 1 + i) * size_t(vocab);
+    EXPECT_EQ(std::max_element(row, row + vocab) - row, greedy[i]) << "step " << i;
+  }
+  const auto want = cs["prompt_final_position_logits"].get<std::vector<float>>();
+  ASSERT_EQ(int64_t(want.size()), vocab);
+  for (int64_t v = 0; v < vocab; ++v)
+    EXPECT_NEAR(logits[(prompt.size() - 1) * size_t(vocab) + size_t(v)], want[size_t(v)], 1e-4)
+        << v;
+  // A word that is not an id of this vocabulary names the file and the word.
+  {
+    std::ofstream t(tokens);
+    t << "1 291 512";
+  }
+  r = shrike("logits -m " + dir + "stories260K.gguf --tokens " + tokens + " -o " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'512' is not a token id of this vocabulary (0..511; word 3)"),
+            std::string::npos)
+      << r.err;
+  std::filesystem::remove(tokens);
+  std::filesystem::remove(out);
 }
 
 TEST(Cli, SynthWritesAModelThatBenchMeasures) {
