@@ -193,19 +193,21 @@ void register_all() {
   // The last two: a 0.5B model's FFN (Qwen2.5-0.5B: 896 x 4864).
   const Shape shapes[] = {{768, 768},   {2048, 768},  {768, 2048}, {32000, 768},
                           {2816, 1024}, {1024, 2816}, {4864, 896}, {896, 4864}};
-  const DType types[] = {DType::F16, DType::Q8_0, DType::Q4_0,    DType::BF16,
-                         DType::F32, DType::Q8_C, DType::Q4_G128, DType::FP8_E4M3};
+  const DType types[] = {DType::F16,  DType::Q8_0, DType::Q4_0,    DType::BF16,
+                         DType::F32,  DType::Q8_C, DType::Q4_G128, DType::FP8_E4M3,
+                         DType::Q4_K, DType::Q5_K, DType::Q6_K};
   for (DType type : types)
     for (const Shape& s : shapes)
-      for (int64_t n : {1, 4, 16, 64, 128, 512})
-        for (Isa isa : supported_isas()) {
-          const std::string name = "matmul/" + std::string(dtype_name(type)) + "/" +
-                                   std::string(isa_name(isa)) + "/" + std::to_string(s.rows) + "x" +
-                                   std::to_string(s.cols) + "/n:" + std::to_string(n);
-          auto* b =
-              benchmark::RegisterBenchmark(name.c_str(), bm_matmul, type, isa, s.rows, s.cols, n);
-          b->UseRealTime()->Unit(benchmark::kMicrosecond);
-        }
+      if (s.cols % dtype_block_elems(type) == 0)
+        for (int64_t n : {1, 4, 16, 64, 128, 512})
+          for (Isa isa : supported_isas()) {
+            const std::string name = "matmul/" + std::string(dtype_name(type)) + "/" +
+                                     std::string(isa_name(isa)) + "/" + std::to_string(s.rows) +
+                                     "x" + std::to_string(s.cols) + "/n:" + std::to_string(n);
+            auto* b =
+                benchmark::RegisterBenchmark(name.c_str(), bm_matmul, type, isa, s.rows, s.cols, n);
+            b->UseRealTime()->Unit(benchmark::kMicrosecond);
+          }
   for (int64_t hd : {64, 128}) {
     benchmark::RegisterBenchmark(("attention/decode/ctx:2048/hd:" + std::to_string(hd)).c_str(),
                                  bm_attention, 1, 2048, hd)

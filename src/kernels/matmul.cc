@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kquants.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
 
@@ -71,14 +72,25 @@ int64_t round_up(int64_t v, int64_t m) {
 }
 
 bool quantised_type(DType t) {
-  return t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q8_C || t == DType::Q4_G128;
+  return t == DType::Q8_0 || t == DType::Q4_0 || t == DType::Q8_C || t == DType::Q4_G128 ||
+         detail::kquant_repacked(t);
 }
 
 // The activation-sum correction the kernels start each block from (GemmArgs::xs):
-// Q4_0 nibbles carry an offset of 8; Q4_G128 nibbles none, but its minimum needs the plain
-// block sums (offset -1); Q8 weights are read as w + q8_offset.
+// Q4_0 nibbles carry an offset of 8; Q4_G128 and the k-quants none, but their minima (Q6_K: its
+// codes' offset of 32, per 16 columns) need the plain block sums (offset -1); Q8 weights are read
+// as w + q8_offset.
 int32_t activation_offset(DType type, const detail::IsaMatmul& k) {
-  return type == DType::Q4_0 ? 8 : type == DType::Q4_G128 ? -1 : k.q8_offset;
+  if (type == DType::Q4_G128 || detail::kquant_repacked(type)) return -1;
+  return type == DType::Q4_0 ? 8 : k.q8_offset;
+}
+
+// Floats of GemmArgs::xm per token: Q4_G128 one per group of 128 columns, Q4_K / Q5_K one per
+// block of 32.
+int64_t minimum_sums_per_token(DType type, int64_t kq) {
+  if (type == DType::Q4_G128) return kq / kQ4G128Block;
+  if (type == DType::Q4_K || type == DType::Q5_K) return kq / kQuantBlock;
+  return 0;
 }
 
 // Q4_G128: per group of 4 blocks, the sum in order of xd * float(plain block sum) (GemmArgs::xm).
@@ -89,6 +101,24 @@ void group_minimum_sums(const float* xd, const int32_t* sums, int64_t ng, float*
     float sum = d[0] * float(s[0]);
     for (int j = 1; j < 4; ++j) sum += d[j] * float(s[j]);
     xm[g] = sum;
+  }
+}
+
+// The per-token extras of the minimum-carrying types from the quantised activations of one token
+// (kq columns; q, d and plain block sums): GemmArgs::xm and, for Q6_K, GemmArgs::xs16.
+void minimum_sums(DType type, const int8_t* q, const float* d, const int32_t* sums, int64_t kq,
+                  float* xm, int32_t* xs16) {
+  const int64_t nb = kq / kQuantBlock;
+  if (type == DType::Q4_G128) {
+    group_minimum_sums(d, sums, kq / kQ4G128Block, xm);
+  } else if (type == DType::Q4_K || type == DType::Q5_K) {
+    for (int64_t b = 0; b < nb; ++b) xm[b] = d[b] * float(sums[b]);
+  } else if (type == DType::Q6_K) {
+    for (int64_t j = 0; j < kq / 16; ++j) {
+      int32_t s = 0;
+      for (int i = 0; i < 16; ++i) s += q[16 * j + i];
+      xs16[j] = -32 * s;
+    }
   }
 }
 
@@ -210,11 +240,14 @@ int64_t panel_bytes(DType t, int64_t cols) {
       return cols / kQ4G128Block * kPanel * int64_t(sizeof(BlockQ4_G128));
     case DType::FP8_E4M3:
       return kScaleBytes + round_up(cols * kPanel, 64);
+    case DType::Q4_K:
+      return cols / kSuperBlock * kQ4KSuperBytes;
+    case DType::Q5_K:
+      return cols / kSuperBlock * kQ5KSuperBytes;
+    case DType::Q6_K:
+      return cols / kSuperBlock * kQ6KSuperBytes;
     case DType::Q2_K:
     case DType::Q3_K:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
     case DType::IQ4_NL:
     case DType::IQ4_XS:
       return kPanel * dtype_row_bytes(t, cols);
@@ -295,11 +328,13 @@ void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows,
         case DType::FP8_E4M3:
           for (int64_t c = 0; c < cols; ++c) dst[kScaleBytes + c * kPanel + lane] = row[c];
           break;
-        case DType::Q2_K:
-        case DType::Q3_K:
         case DType::Q4_K:
         case DType::Q5_K:
         case DType::Q6_K:
+          detail::pack_kquant_row(m.type_, row, cols, dst, int(lane));
+          break;
+        case DType::Q2_K:
+        case DType::Q3_K:
         case DType::IQ4_NL:
         case DType::IQ4_XS:  // the file's rows one after another (matmul_internal.h)
           std::memcpy(dst + lane * int64_t(row_bytes), row, row_bytes);
@@ -407,8 +442,10 @@ static void run_panels(const detail::IsaMatmul& k, const detail::GemmArgs& a, in
 void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, float* y,
                  ThreadPool& pool, MatmulOptions opt) {
   if (n <= 0 || w.rows() <= 0) return;
-  // The k-quants have only the portable kernel so far: correct on every ISA, not yet fast.
-  const detail::IsaMatmul& k = isa_table(dtype_is_kquant(w.type()) ? Isa::Scalar : isa);
+  // Q2_K, Q3_K and the i-quants have only the portable kernel so far: correct on every ISA, not
+  // yet fast.
+  const bool portable_only = dtype_is_kquant(w.type()) && !detail::kquant_repacked(w.type());
+  const detail::IsaMatmul& k = isa_table(portable_only ? Isa::Scalar : isa);
   detail::GemmArgs a = gemm_args(w, n, y, opt);
   a.x = x;
   const int nt = threads_for_product(w.weight_bytes(), n, pool.size());
@@ -416,16 +453,19 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
   const bool quantised = quantised_type(type) && k.quantize;
   if (quantised) {
     const int64_t K = w.cols(), kq = round_up(K, kQuantBlock), nb = kq / kQuantBlock;
-    const int64_t ng = type == DType::Q4_G128 ? K / kQ4G128Block : 0;
+    const int64_t ng = minimum_sums_per_token(type, kq);
+    const int64_t n16 = type == DType::Q6_K ? kq / 16 : 0;
     const size_t q_bytes = (size_t(n * kq) + 63) & ~size_t(63);
     const size_t d_bytes = (size_t(n * nb) * 4 + 63) & ~size_t(63);
     const size_t m_bytes = (size_t(n * ng) * 4 + 63) & ~size_t(63);
+    const size_t s16_bytes = (size_t(n * n16) * 4 + 63) & ~size_t(63);
     static thread_local Scratch scratch;
-    uint8_t* buf = scratch.get(q_bytes + 2 * d_bytes + m_bytes);
+    uint8_t* buf = scratch.get(q_bytes + 2 * d_bytes + m_bytes + s16_bytes);
     auto* xq = reinterpret_cast<int8_t*>(buf);
     auto* xd = reinterpret_cast<float*>(buf + q_bytes);
     auto* xs = reinterpret_cast<int32_t*>(buf + q_bytes + d_bytes);
     auto* xm = reinterpret_cast<float*>(buf + q_bytes + 2 * d_bytes);
+    auto* xs16 = reinterpret_cast<int32_t*>(buf + q_bytes + 2 * d_bytes + m_bytes);
     const int32_t offset = activation_offset(type, k);
     auto quantize_rows = [&](int64_t t0, int64_t t1) {
       std::vector<float> padded(K == kq ? 0 : size_t(kq), 0.0f);  // Q8_C rows of any length
@@ -436,7 +476,7 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
           xt = padded.data();
         }
         k.quantize(xt, kq, xq + t * kq, xd + t * nb, xs + t * nb, offset);
-        group_minimum_sums(xd + t * nb, xs + t * nb, ng, xm + t * ng);
+        minimum_sums(type, xq + t * kq, xd + t * nb, xs + t * nb, kq, xm + t * ng, xs16 + t * n16);
       }
     };
     if (nt == 1 || n * K < 16384) {
@@ -451,6 +491,7 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
     a.xs = xs;
     a.kq = kq;
     a.xm = xm;
+    a.xs16 = xs16;
   }
   const bool float_type =
       type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::FP8_E4M3;
@@ -555,11 +596,13 @@ void matmul(const PackedMatrix& w, const NormedInput& x, float* y, ThreadPool& p
   if (n <= 0 || w.rows() <= 0) return;
   const detail::IsaMatmul& k = isa_table(x.isa_);
   const int64_t K = w.cols(), nb = K / kQuantBlock;
-  const int64_t ng = w.type() == DType::Q4_G128 ? K / kQ4G128Block : 0;
+  const int64_t ng = minimum_sums_per_token(w.type(), K);
+  const int64_t n16 = w.type() == DType::Q6_K ? K / 16 : 0;
   const int32_t offset = activation_offset(w.type(), k);
   static thread_local Scratch scratch;
   const size_t s_bytes = (size_t(n * nb) * 4 + 63) & ~size_t(63);
-  uint8_t* buf = scratch.get(s_bytes + size_t(n * ng) * 4 + 64);
+  const size_t m_bytes = (size_t(n * ng) * 4 + 63) & ~size_t(63);
+  uint8_t* buf = scratch.get(s_bytes + m_bytes + size_t(n * n16) * 4 + 64);
   const int32_t* xs = x.sums_.data();
   if (offset != -1) {  // the kernels' starting value: -offset * sum(q)
     auto* corrected = reinterpret_cast<int32_t*>(buf);
@@ -567,14 +610,17 @@ void matmul(const PackedMatrix& w, const NormedInput& x, float* y, ThreadPool& p
     xs = corrected;
   }
   auto* xm = reinterpret_cast<float*>(buf + s_bytes);
-  for (int64_t t = 0; t < n && ng > 0; ++t)
-    group_minimum_sums(x.d_.data() + t * nb, x.sums_.data() + t * nb, ng, xm + t * ng);
+  auto* xs16 = reinterpret_cast<int32_t*>(buf + s_bytes + m_bytes);
+  for (int64_t t = 0; t < n && ng + n16 > 0; ++t)
+    minimum_sums(w.type(), x.q_.data() + t * K, x.d_.data() + t * nb, x.sums_.data() + t * nb, K,
+                 xm + t * ng, xs16 + t * n16);
   detail::GemmArgs a = gemm_args(w, n, y, opt);
   a.xq = x.q_.data();
   a.xd = x.d_.data();
   a.xs = xs;
   a.kq = K;
   a.xm = xm;
+  a.xs16 = xs16;
   run_panels(k, a, n_panels(w.rows()), threads_for_product(w.weight_bytes(), n, pool.size()), pool);
 }
 

@@ -63,15 +63,16 @@ class PackedMatrix {
 struct MatmulOptions {
   // Batch invariance: the product for a single token (n = 1) sums in the same order as for that
   // token inside a batch of any size, so a sequence's output does not depend on what else shares
-  // the step (serving with continuous batching). Quantised types (Q8_0 / Q4_0 / Q8_C / Q4_G128)
-  // sum in one order regardless; for float weights (FP8_E4M3 included) the fast single-token
-  // kernels (several accumulators per row) are given up, which costs about a quarter of
-  // single-sequence decode speed.
+  // the step (serving with continuous batching). Quantised types (Q8_0 / Q4_0 / Q8_C / Q4_G128 /
+  // Q4_K / Q5_K / Q6_K) sum in one order regardless; for float weights (FP8_E4M3 included) the fast
+  // single-token kernels (several accumulators per row) are given up, which costs about a quarter
+  // of single-sequence decode speed.
   bool batch_invariant = false;
 };
 
 // Y = X · Wᵀ: x is [n][cols] f32 row-major, y is [n][rows] f32 row-major. Work is split over the
-// pool. Uses active_isa(). For Q8_0 / Q4_0 / Q8_C / Q4_G128 the activations may be quantised to
+// pool. Uses active_isa(). For Q8_0 / Q4_0 / Q8_C / Q4_G128 / Q4_K / Q5_K / Q6_K the activations
+// may be quantised to
 // 8 bits per block of 32 (as llama.cpp does) where that is faster; the result then differs from
 // the exact product by that rounding only.
 void matmul(const PackedMatrix& w, const float* x, int64_t n, float* y, ThreadPool& pool,
@@ -90,12 +91,12 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
 class NormedInput {
  public:
   // Whether products with weights of this type read quantised activations (Q8_0 / Q4_0 / Q8_C /
-  // Q4_G128).
+  // Q4_G128 / Q4_K / Q5_K / Q6_K).
   static bool quantised_weights(DType t);
 
   // Normalises n rows of x ([*][dim] row-major): rows[t] is the t-th row's index in x, or, with
   // rows null, row t. `weight_type` is the type of the matrices that will read the input: they
-  // must all be quantised (Q8_0 / Q4_0 / Q8_C / Q4_G128) or all not.
+  // must all be quantised (Q8_0 / Q4_0 / Q8_C / Q4_G128 / Q4_K / Q5_K / Q6_K) or all not.
   void prepare(const float* x, const int64_t* rows, int64_t n, const float* norm_weight,
                int64_t dim, float eps, DType weight_type, ThreadPool& pool);
   // Same, for products computed with a given ISA (tests).

@@ -30,6 +30,8 @@ struct Avx2 {
   static constexpr bool kQuantDecode = false;
   static constexpr int kQuantSmallTmax = 2, kQuantPanels = 1, kQuantTmax = 2;
   static constexpr bool kQuantSmallMultiPanel = false;  // see qdrive
+  // K-quants (kqdrive): one panel; 2 tokens per batch tile (Q6_K: 16 int32 accumulators).
+  static constexpr int kKQuantDecodePanels = 1, kKQuantTmax = 2;
 
   static F zero() { return _mm256_setzero_ps(); }
   static F set1(float f) { return _mm256_set1_ps(f); }
@@ -115,6 +117,24 @@ struct Avx2 {
   }
   static I lo4(I raw) {
     return _mm256_and_si256(raw, _mm256_set1_epi8(0x0F));
+  }
+  static I ior(I a, I b) {
+    return _mm256_or_si256(a, b);
+  }
+  // 16-bit shifts: Mask keeps only bits that came from the same byte.
+  template <int S, int Mask>
+  static I shift_mask(I v) {
+    if constexpr (S > 0) v = _mm256_slli_epi16(v, S);
+    if constexpr (S < 0) v = _mm256_srli_epi16(v, -S);
+    return _mm256_and_si256(v, _mm256_set1_epi8(char(Mask)));
+  }
+  static F load_u8f(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static F load_s8f(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
   static I hi4(I raw) {
     return _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));

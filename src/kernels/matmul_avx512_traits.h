@@ -38,6 +38,8 @@ struct Avx512 {
   // accumulators).
   static constexpr int kQuantSmallTmax = 8, kQuantPanels = 2, kQuantTmax = 4;
   static constexpr bool kQuantSmallMultiPanel = true;  // see qdrive
+  // K-quants (kqdrive): decode panels at once, tokens per batch tile.
+  static constexpr int kKQuantDecodePanels = 1, kKQuantTmax = 4;
 
   static F zero() { return _mm512_setzero_ps(); }
   static F set1(float f) { return _mm512_set1_ps(f); }
@@ -98,6 +100,24 @@ struct Avx512 {
   }
   static I lo4(I raw) {
     return _mm512_and_si512(raw, _mm512_set1_epi8(0x0F));
+  }
+  static I ior(I a, I b) {
+    return _mm512_or_si512(a, b);
+  }
+  // 16-bit shifts: Mask keeps only bits that came from the same byte.
+  template <int S, int Mask>
+  static I shift_mask(I v) {
+    if constexpr (S > 0) v = _mm512_slli_epi16(v, S);
+    if constexpr (S < 0) v = _mm512_srli_epi16(v, -S);
+    return _mm512_and_si512(v, _mm512_set1_epi8(char(Mask)));
+  }
+  static F load_u8f(const uint8_t* p) {
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+  }
+  static F load_s8f(const uint8_t* p) {
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
   static I hi4(I raw) {
     return _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0F));

@@ -25,8 +25,24 @@
 //     groups 8(b%2)..8(b%2)+7. 16 * 68 bytes per group: exactly the file size.
 //   FP8_E4M3: the 16 rows' f32 scales (64 bytes), then column-major bytes as the float types
 //     (16 per column), padded to a multiple of 64 bytes.
-//   Q2_K / Q3_K / Q4_K / Q5_K / Q6_K / IQ4_NL / IQ4_XS: the 16 rows' file bytes one after
-//     another (row-major, core/kquants.h); read by the portable kernel only, so far.
+//   Q4_K / Q5_K / Q6_K (kquant_pack.cc): per super-block of 256 columns, the 16 rows' scales
+//     unpacked to one byte each, then the quants in groups of 4 bytes x 16 rows as Q4_G128 has
+//     them (one int32 lane per row):
+//       Q4_K: 16 f16 d (32 bytes), 16 f16 -dmin (32; the sign flipped so the minimum adds with
+//             an FMA), the 8 sub-blocks' 6-bit scales (8 x 16 bytes, sub-block-major) and
+//             minima (8 x 16), then for each chunk c of 64 columns 8 groups of file bytes
+//             qs[32c + 4k .. +3]: low nibbles are columns 64c + 4k.., sub-block 2c; high nibbles
+//             64c + 32 + 4k.., sub-block 2c + 1. 2,368 bytes (the file's 16 x 144 = 2,304 + 64).
+//       Q5_K: Q4_K's 2,368 bytes, then 8 groups of file bytes qh[4k .. +3]: bit 2c of a byte is
+//             the fifth bit of its low-nibble column in chunk c, bit 2c + 1 of the high one.
+//             2,880 bytes (file: 2,816).
+//       Q6_K: 16 f16 d, the 16 sub-blocks' int8 scales (16 x 16 bytes), then for each half n of
+//             128 columns 16 groups of ql[64n + 4k .. +3] (low nibble: column 128n + 4k..,
+//             high: + 64), and after both halves' nibbles, for each half 8 groups of
+//             qh[32n + 4k .. +3] (bits 2i, 2i + 1: the top two bits of column 128n + 32i + 4k..).
+//             3,360 bytes: exactly the file's 16 x 210.
+//   Q2_K / Q3_K / IQ4_NL / IQ4_XS: the 16 rows' file bytes one after another (row-major,
+//     core/kquants.h); read by the portable kernel only, so far.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +54,17 @@ namespace shrike::kernels::detail {
 constexpr int64_t kPanel = 16;
 
 int64_t panel_bytes(DType t, int64_t cols);
+
+// The repacked k-quants (above): bytes of one super-block of one panel and where its parts start.
+constexpr int64_t kQ4KSuperBytes = 2368, kQ5KSuperBytes = 2880, kQ6KSuperBytes = 3360;
+constexpr int64_t kKScaleOffset = 64, kKMinOffset = 192, kKQuantOffset = 320;
+constexpr int64_t kQ5KHighOffset = 2368;
+constexpr int64_t kQ6KScaleOffset = 32, kQ6KQuantOffset = 288, kQ6KHighOffset = 2336;
+// Whether type is packed per super-block (Q4_K, Q5_K, Q6_K) and read by the SIMD kernels.
+bool kquant_repacked(DType t);
+// Row `lane` of a panel from its file row (cols / 256 super-blocks), and back (kquant_pack.cc).
+void pack_kquant_row(DType t, const uint8_t* file_row, int64_t cols, uint8_t* panel, int lane);
+void unpack_kquant_row(DType t, const uint8_t* panel, int lane, int64_t cols, uint8_t* file_row);
 
 struct GemmArgs {
   DType type;
@@ -63,8 +90,11 @@ struct GemmArgs {
   const int32_t* xs;
   int64_t kq;
   // Q4_G128: xm [n][cols/128] = sum over the group's 4 blocks, in order, of xd * float(xs): the
-  // group's sum of quantised activations, which multiplies the minimum m.
+  // group's sum of quantised activations, which multiplies the minimum m. Q4_K / Q5_K:
+  // xm [n][kq/32] = xd * float(plain block sum), per block.
   const float* xm;
+  // Q6_K: xs16 [n][kq/16] = -32 * the sum of each 16 quantised activations (the codes' offset).
+  const int32_t* xs16;
   float* y;  // [n][rows]
   // Sum in the batched kernels' order even for n = 1 (MatmulOptions::batch_invariant).
   bool invariant;

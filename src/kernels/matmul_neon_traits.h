@@ -37,6 +37,8 @@ struct Neon {
   // 1 panel x 2 tokens: 8 int32 + 8 f32 accumulators + 4 weight vectors.
   static constexpr int kQuantSmallTmax = 2, kQuantPanels = 1, kQuantTmax = 2;
   static constexpr bool kQuantSmallMultiPanel = false;  // see qdrive
+  // K-quants (kqdrive): one panel, one token per tile (Q6_K: 16 int32 accumulators per token).
+  static constexpr int kKQuantDecodePanels = 1, kKQuantTmax = 1;
 
   static F zero() { return vdupq_n_f32(0.0f); }
   static F set1(float f) { return vdupq_n_f32(f); }
@@ -109,6 +111,28 @@ struct Neon {
   }
   static I hi4(I raw) {
     return vreinterpretq_s32_u8(vshrq_n_u8(vreinterpretq_u8_s32(raw), 4));
+  }
+  static I ior(I a, I b) {
+    return vorrq_s32(a, b);
+  }
+  template <int S, int Mask>
+  static I shift_mask(I v) {
+    uint8x16_t b = vreinterpretq_u8_s32(v);
+    if constexpr (S > 0) b = vshlq_n_u8(b, S);
+    if constexpr (S < 0) b = vshrq_n_u8(b, -S);
+    return vreinterpretq_s32_u8(vandq_u8(b, vdupq_n_u8(uint8_t(Mask))));
+  }
+  static F load_u8f(const uint8_t* p) {
+    uint32_t w;
+    __builtin_memcpy(&w, p, 4);
+    const uint8x8_t b = vreinterpret_u8_u32(vdup_n_u32(w));
+    return vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(b))));
+  }
+  static F load_s8f(const uint8_t* p) {
+    uint32_t w;
+    __builtin_memcpy(&w, p, 4);
+    const int8x8_t b = vreinterpret_s8_u32(vdup_n_u32(w));
+    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(b))));
   }
   // s += w . a over each group of 4 signed bytes (one int32 lane per row). Without SDOT: 16-bit
   // products (|w a| <= 128 x 127), pairs added in 16 bits (<= 32512, no overflow), then pairs of

@@ -76,11 +76,17 @@ void dequantize_packed_row(DType type, const uint8_t* panel, int64_t lane, int64
         out[c] = fp8_e4m3_to_fp32(panel[kPanel * 4 + c * kPanel + lane]) * scale;
       return;
     }
-    case DType::Q2_K:
-    case DType::Q3_K:
     case DType::Q4_K:
     case DType::Q5_K:
-    case DType::Q6_K:
+    case DType::Q6_K: {  // the file row rebuilt, then ggml's dequantisation
+      static thread_local std::vector<uint8_t> file_row;
+      file_row.resize(size_t(dtype_row_bytes(type, cols)));
+      unpack_kquant_row(type, panel, int(lane), cols, file_row.data());
+      shrike::dequantize_row(type, file_row.data(), out, cols);
+      return;
+    }
+    case DType::Q2_K:
+    case DType::Q3_K:
     case DType::IQ4_NL:
     case DType::IQ4_XS:
       shrike::dequantize_row(type, panel + lane * dtype_row_bytes(type, cols), out, cols);

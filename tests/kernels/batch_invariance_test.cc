@@ -31,6 +31,7 @@ TEST_P(MatmulInvariance, EachTokenOfABatchEqualsItsProductAlone) {
   // AVX2 batch kernel converts chunks of 256 columns).
   const int64_t rows = 200;
   const int64_t cols = type == DType::Q4_G128    ? 256
+                       : dtype_is_kquant(type)   ? 512
                        : type == DType::Q8_C     ? 100
                        : type == DType::FP8_E4M3 ? 600
                                                  : 96;
@@ -63,7 +64,7 @@ TEST_P(MatmulInvariance, EachTokenOfABatchEqualsItsProductAlone) {
 INSTANTIATE_TEST_SUITE_P(Types, MatmulInvariance,
                          ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q8_0,
                                            DType::Q4_0, DType::Q8_C, DType::Q4_G128,
-                                           DType::FP8_E4M3),
+                                           DType::FP8_E4M3, DType::Q4_K, DType::Q5_K, DType::Q6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // Attention of n queries at pos0 in one call, and in a batch of jobs, equals each query alone;

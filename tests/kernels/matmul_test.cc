@@ -80,13 +80,16 @@ Weights random_weights(DType type, int64_t rows, int64_t cols, std::mt19937& rng
   Weights w;
   const size_t rb = size_t(dtype_row_bytes(type, cols));
   w.file.resize(size_t(rows) * rb);
-  if (!dtype_is_writable(type)) {  // read-only k-quants: random codes under finite f16 scales
+  if (dtype_is_kquant(type)) {  // random codes and sub-block scales under finite f16 scales
     std::uniform_int_distribution<int> byte(0, 255);
     for (auto& b : w.file) b = uint8_t(byte(rng));
     const int64_t bb = dtype_block_bytes(type);
     // Offsets of each block's f16 fields (core/kquants.h).
     const std::vector<int64_t> halves = type == DType::Q2_K   ? std::vector<int64_t>{80, 82}
                                         : type == DType::Q3_K ? std::vector<int64_t>{108}
+                                        : type == DType::Q4_K || type == DType::Q5_K
+                                            ? std::vector<int64_t>{0, 2}
+                                        : type == DType::Q6_K ? std::vector<int64_t>{208}
                                                               : std::vector<int64_t>{0};
     std::uniform_real_distribution<float> scale(0.001f, 0.1f);
     for (size_t o = 0; o < w.file.size(); o += size_t(bb))
@@ -105,7 +108,8 @@ Weights random_weights(DType type, int64_t rows, int64_t cols, std::mt19937& rng
 
 bool activation_quantised(DType type) {
   return type == DType::Q8_0 || type == DType::Q4_0 || type == DType::Q8_C ||
-         type == DType::Q4_G128;
+         type == DType::Q4_G128 || type == DType::Q4_K || type == DType::Q5_K ||
+         type == DType::Q6_K;
 }
 
 // Tolerances, relative to sum_c |w_rc * x_tc| (the scale of the rounding error of any summation):
@@ -286,11 +290,13 @@ std::vector<Case> cases_for(DType type) {
       return q4g128_cases();
     case DType::FP8_E4M3:
       return fp8_cases();
-    case DType::Q2_K:
-    case DType::Q3_K:
     case DType::Q4_K:
     case DType::Q5_K:
-    case DType::Q6_K:
+    case DType::Q6_K:  // decode over panel pairs and a tail; batch tiles and their tails
+      return {{type, 17, 512, 1}, {type, 33, 256, 5},   {type, 16, 768, 2},  {type, 300, 512, 1},
+              {type, 70, 256, 9}, {type, 129, 768, 17}, {type, 33, 4096, 1}, {type, 1, 256, 3}};
+    case DType::Q2_K:
+    case DType::Q3_K:
     case DType::IQ4_XS:
       return {{type, 17, 512, 1}, {type, 33, 256, 5}, {type, 16, 768, 2}};
     case DType::IQ4_NL:
@@ -423,9 +429,9 @@ namespace {
 // batched, on one thread and split over two.
 TEST(MatmulConcat, StackedProductEqualsEachPartBitForBit) {
   for (DType type : {DType::F32, DType::F16, DType::BF16, DType::Q8_0, DType::Q4_0, DType::Q8_C,
-                     DType::Q4_G128, DType::FP8_E4M3}) {
+                     DType::Q4_G128, DType::FP8_E4M3, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     std::mt19937 rng(11);
-    const int64_t cols = type == DType::Q4_G128 ? 1024 : 1024 + 32;
+    const int64_t cols = type == DType::Q4_G128 || dtype_is_kquant(type) ? 1024 : 1024 + 32;
     const std::vector<int64_t> part_rows = {64, 32, 45};  // the last part may end mid-panel
     std::vector<Weights> wts;
     std::vector<PackedMatrix> parts;
@@ -468,11 +474,12 @@ TEST(MatmulConcat, StackedProductEqualsEachPartBitForBit) {
 TEST(MatmulNormedInput, EqualsRmsnormThenMatmulBitForBit) {
   for (Isa isa : supported_isas())
     for (DType type : {DType::F32, DType::F16, DType::Q8_0, DType::Q4_0, DType::Q8_C,
-                       DType::Q4_G128, DType::FP8_E4M3})
+                       DType::Q4_G128, DType::FP8_E4M3, DType::Q4_K, DType::Q5_K, DType::Q6_K})
       for (int64_t cols : {int64_t(64), int64_t(256), int64_t(72)}) {
         if (cols % 32 != 0 && type != DType::F32 && type != DType::F16 && type != DType::Q8_C)
           continue;  // Q8_0 / Q4_0 / FP8 rows are whole blocks of 32
         if (type == DType::Q4_G128 && cols % 128 != 0) continue;
+        if (dtype_is_kquant(type) && cols % 256 != 0) continue;
         std::mt19937 rng(uint32_t(cols) * 31 + uint32_t(static_cast<int>(type)));
         const int64_t rows = 40, all_rows = 12;
         const Weights wt = random_weights(type, rows, cols, rng);
