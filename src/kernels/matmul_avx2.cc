@@ -121,6 +121,18 @@ struct Avx2 {
   static I ior(I a, I b) {
     return _mm256_or_si256(a, b);
   }
+  static I or_lo4(I n, I b) {
+    return ior(lo4(n), b);
+  }
+  static I or_hi4(I n, I b) {
+    return ior(hi4(n), b);
+  }
+  static I mullo(I a, I b) {
+    return _mm256_mullo_epi32(a, b);
+  }
+  static I load_s8i(const uint8_t* p) {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
   // 16-bit shifts: Mask keeps only bits that came from the same byte.
   template <int S, int Mask>
   static I shift_mask(I v) {
@@ -131,10 +143,6 @@ struct Avx2 {
   static F load_u8f(const uint8_t* p) {
     return _mm256_cvtepi32_ps(
         _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-  }
-  static F load_s8f(const uint8_t* p) {
-    return _mm256_cvtepi32_ps(
-        _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
   }
   static I hi4(I raw) {
     return _mm256_and_si256(_mm256_srli_epi16(raw, 4), _mm256_set1_epi8(0x0F));

@@ -104,6 +104,19 @@ struct Avx512 {
   static I ior(I a, I b) {
     return _mm512_or_si512(a, b);
   }
+  // lo4(n) | b and hi4(n) | b for b holding bits 4..7 only: one vpternlogd (n & 0x0F | b).
+  static I or_lo4(I n, I b) {
+    return _mm512_ternarylogic_epi32(n, _mm512_set1_epi8(0x0F), b, 0xEA);
+  }
+  static I or_hi4(I n, I b) {
+    return or_lo4(_mm512_srli_epi16(n, 4), b);
+  }
+  static I mullo(I a, I b) {
+    return _mm512_mullo_epi32(a, b);
+  }
+  static I load_s8i(const uint8_t* p) {
+    return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   // 16-bit shifts: Mask keeps only bits that came from the same byte.
   template <int S, int Mask>
   static I shift_mask(I v) {
@@ -114,10 +127,6 @@ struct Avx512 {
   static F load_u8f(const uint8_t* p) {
     return _mm512_cvtepi32_ps(
         _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-  }
-  static F load_s8f(const uint8_t* p) {
-    return _mm512_cvtepi32_ps(
-        _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
   }
   static I hi4(I raw) {
     return _mm512_and_si512(_mm512_srli_epi16(raw, 4), _mm512_set1_epi8(0x0F));

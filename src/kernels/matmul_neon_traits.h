@@ -115,6 +115,20 @@ struct Neon {
   static I ior(I a, I b) {
     return vorrq_s32(a, b);
   }
+  static I or_lo4(I n, I b) {
+    return ior(lo4(n), b);
+  }
+  static I or_hi4(I n, I b) {
+    return ior(hi4(n), b);
+  }
+  static I mullo(I a, I b) {
+    return vmulq_s32(a, b);
+  }
+  static I load_s8i(const uint8_t* p) {
+    uint32_t w;
+    __builtin_memcpy(&w, p, 4);
+    return vmovl_s16(vget_low_s16(vmovl_s8(vreinterpret_s8_u32(vdup_n_u32(w)))));
+  }
   template <int S, int Mask>
   static I shift_mask(I v) {
     uint8x16_t b = vreinterpretq_u8_s32(v);
@@ -127,12 +141,6 @@ struct Neon {
     __builtin_memcpy(&w, p, 4);
     const uint8x8_t b = vreinterpret_u8_u32(vdup_n_u32(w));
     return vcvtq_f32_u32(vmovl_u16(vget_low_u16(vmovl_u8(b))));
-  }
-  static F load_s8f(const uint8_t* p) {
-    uint32_t w;
-    __builtin_memcpy(&w, p, 4);
-    const int8x8_t b = vreinterpret_s8_u32(vdup_n_u32(w));
-    return vcvtq_f32_s32(vmovl_s16(vget_low_s16(vmovl_s8(b))));
   }
   // s += w . a over each group of 4 signed bytes (one int32 lane per row). Without SDOT: 16-bit
   // products (|w a| <= 128 x 127), pairs added in 16 bits (<= 32512, no overflow), then pairs of
