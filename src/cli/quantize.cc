@@ -61,16 +61,29 @@ std::vector<quant::ScoredSequence> calibration_sequences(const std::string& path
   return seqs;
 }
 
-DType parse_type(const std::string& name, const char* what) {
-  const auto t = dtype_from_name(name);
+constexpr const char* kWritableTypes =
+    "f32|f16|bf16|q8_0|q4_0|q8_c|q4_g128|fp8|q4_K|q5_K|q6_K|q4_K_M|q5_K_M";
+
+// A type name, or (where `mix` is given) llama.cpp's q4_K_M / q5_K_M mixes.
+DType parse_type(const std::string& name, const char* what, quant::Mix* mix = nullptr) {
+  std::string base = name;
+  if (mix && name.size() > 2 && (name.ends_with("_M") || name.ends_with("_m"))) {
+    base = name.substr(0, name.size() - 2);
+    const auto t = dtype_from_name(base);
+    if (t == DType::Q4_K || t == DType::Q5_K) {
+      *mix = quant::Mix::KMedium;
+      return *t;
+    }
+    base = name;
+  }
+  const auto t = dtype_from_name(base);
   if (!t)
-    throw std::invalid_argument(std::string(what) + " '" + name +
-                                "' is not a type (f32|f16|bf16|q8_0|q4_0|q8_c|q4_g128|fp8)");
-  if (dtype_is_kquant(*t))
-    throw std::invalid_argument(std::string(what) + " '" + name +
-                                "': shrike reads the k-quants (q2_K..q6_K, iq4_nl, iq4_xs) but "
-                                "its quantisers do not write them yet; use "
-                                "f32|f16|bf16|q8_0|q4_0|q8_c|q4_g128|fp8");
+    throw std::invalid_argument(std::string(what) + " '" + name + "' is not a type (" +
+                                kWritableTypes + ")");
+  if (!dtype_is_writable(*t))
+    throw std::invalid_argument(std::string(what) + " '" + name + "': shrike reads " +
+                                std::string(dtype_name(*t)) +
+                                " but does not write it; use one of " + kWritableTypes);
   return *t;
 }
 
@@ -122,7 +135,7 @@ int run_coverage(const QuantizeArgs& a, ThreadPool& pool) {
 
 int run_quantize(const QuantizeArgs& a) {
   quant::QuantizeOptions o;
-  o.type = parse_type(a.type, "--type");
+  o.type = parse_type(a.type, "--type", &o.mix);
   if (a.method == "rtn") {
     o.method = quant::Method::Rtn;
   } else if (a.method == "awq") {
@@ -170,7 +183,9 @@ Runner add_quantize(CLI::App& app) {
          "model to quantise: GGUF or Hugging Face folder (full precision for awq/gptq/--scan)")
       ->required();
   app.add_option("-o,--output", a->out, "output GGUF");
-  app.add_option("--type", a->type, "weight type: q8_0|q8_c|q4_0|q4_g128|fp8 (or f16|bf16|f32)");
+  app.add_option("--type", a->type,
+                 "weight type: q8_0|q8_c|q4_0|q4_g128|fp8|q4_K|q5_K|q6_K (or f16|bf16|f32), or "
+                 "llama.cpp's mixes q4_K_M|q5_K_M");
   app.add_option("--method", a->method, "rtn (round to nearest), awq or gptq");
   app.add_option("--calib", a->calib,
                  "calibration data: task examples (JSONL with intent) or text (.txt, or JSONL "

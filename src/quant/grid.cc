@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/kquants.h"
+
 namespace shrike::quant {
 
 bool type_fits(DType type, int64_t cols) {
@@ -28,6 +30,20 @@ RowQuantizer::RowQuantizer(DType type, int64_t cols) : type_(type), cols_(cols) 
     case DType::FP8_E4M3:
       group_ = cols;
       break;
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+      group_ = kSuperBlock;
+      kblocks_.assign(size_t(dtype_row_bytes(type, cols)), 0);
+      col_step_.assign(size_t(cols), 0.0f);
+      col_offset_.assign(size_t(cols), 0.0f);
+      break;
+    case DType::Q2_K:
+    case DType::Q3_K:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS:
+      throw std::invalid_argument("quantize: shrike does not write " +
+                                  std::string(dtype_name(type)) + " (it reads it)");
     default:
       group_ = 1;
       break;
@@ -88,6 +104,39 @@ void RowQuantizer::set_group_params(int64_t c0, const float* x) {
       inv_scale_[g] = scale_[g] != 0 ? 1.0f / scale_[g] : 0.0f;
       return;
     }
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K: {
+      // The reference quantiser chooses the super-block's scales (and writes codes that write()
+      // replaces); each column's step and offset are what its dequantiser computes.
+      const int64_t bytes = dtype_row_bytes(type_, kSuperBlock);
+      uint8_t* block = kblocks_.data() + g * size_t(bytes);
+      quantize_row(type_, x, block, kSuperBlock, nullptr);
+      float* step = col_step_.data() + c0;
+      float* offset = col_offset_.data() + c0;
+      if (type_ == DType::Q6_K) {
+        BlockQ6_K b;
+        std::memcpy(&b, block, sizeof b);
+        const float d = fp16_to_fp32(b.d);
+        for (int e = 0; e < 256; ++e) {
+          step[e] = d * float(b.scales[e / 16]);
+          offset[e] = 0.0f;
+        }
+      } else {  // Q4_K and Q5_K share the head: d, dmin, 12 bytes of scales and minima
+        BlockQ4_K head{};
+        std::memcpy(&head, block, 16);
+        const float d = fp16_to_fp32(head.d), dmin = fp16_to_fp32(head.dmin);
+        for (int j = 0; j < 8; ++j) {
+          uint8_t sc, m;
+          kquant_scale_min(j, head.scales, &sc, &m);
+          for (int l = 0; l < 32; ++l) {
+            step[32 * j + l] = d * float(sc);
+            offset[32 * j + l] = dmin * float(m);
+          }
+        }
+      }
+      return;
+    }
     default:
       return;  // float types have no parameters
   }
@@ -110,6 +159,18 @@ float RowQuantizer::quantize(int64_t c, float v) {
     case DType::FP8_E4M3:
       q = fp32_to_fp8_e4m3(v * inv_scale_[g]);
       return fp8_e4m3_to_fp32(uint8_t(q)) * scale_[g];
+    case DType::Q4_K:
+    case DType::Q5_K: {  // as core/kquants.cc rounds against the stored scales
+      const float es = col_step_[size_t(c)], em = col_offset_[size_t(c)];
+      const int levels = type_ == DType::Q4_K ? 15 : 31;
+      q = es > 0 ? std::clamp(int(std::nearbyint((v + em) / es)), 0, levels) : 0;
+      return es * float(q) - em;
+    }
+    case DType::Q6_K: {
+      const float es = col_step_[size_t(c)];
+      q = (es != 0 ? std::clamp(int(std::nearbyint(v / es)), -32, 31) : 0) + 32;
+      return es * float(q - 32);
+    }
     case DType::F16:
       q = fp32_to_fp16(v);
       return fp16_to_fp32(uint16_t(q));
@@ -160,6 +221,11 @@ void RowQuantizer::write(void* dst, float* row_scale) const {
       for (int64_t c = 0; c < cols_; ++c) out[c] = uint8_t(codes_[size_t(c)]);
       if (row_scale) *row_scale = scale_[0];
       return;
+    case DType::Q4_K:
+    case DType::Q5_K:
+    case DType::Q6_K:
+      write_kquant_codes(out);
+      return;
     case DType::F16:
     case DType::BF16:
       for (int64_t c = 0; c < cols_; ++c) {
@@ -170,6 +236,48 @@ void RowQuantizer::write(void* dst, float* row_scale) const {
     default:
       std::memcpy(out, codes_.data(), size_t(cols_) * 4);
       return;
+  }
+}
+
+// The super-blocks' scales as set_group_params kept them, with the codes packed as
+// core/kquants.cc packs them.
+void RowQuantizer::write_kquant_codes(uint8_t* out) const {
+  const int64_t bytes = dtype_row_bytes(type_, kSuperBlock);
+  for (int64_t s = 0; s < cols_ / kSuperBlock; ++s) {
+    const int32_t* q = codes_.data() + s * kSuperBlock;
+    const uint8_t* kept = kblocks_.data() + s * bytes;
+    uint8_t* dst = out + s * bytes;
+    if (type_ == DType::Q4_K) {
+      BlockQ4_K b;
+      std::memcpy(&b, kept, sizeof b);
+      for (int j = 0; j < 4; ++j)
+        for (int l = 0; l < 32; ++l)
+          b.qs[32 * j + l] = uint8_t(q[64 * j + l] | (q[64 * j + 32 + l] << 4));
+      std::memcpy(dst, &b, sizeof b);
+    } else if (type_ == DType::Q5_K) {
+      BlockQ5_K b;
+      std::memcpy(&b, kept, sizeof b);
+      std::memset(b.qh, 0, sizeof b.qh);
+      for (int j = 0; j < 4; ++j)
+        for (int l = 0; l < 32; ++l) {
+          const int32_t a = q[64 * j + l], c = q[64 * j + 32 + l];
+          b.qs[32 * j + l] = uint8_t((a & 0xf) | ((c & 0xf) << 4));
+          b.qh[l] |= uint8_t(((a >> 4) << (2 * j)) | ((c >> 4) << (2 * j + 1)));
+        }
+      std::memcpy(dst, &b, sizeof b);
+    } else {
+      BlockQ6_K b;
+      std::memcpy(&b, kept, sizeof b);
+      std::memset(b.ql, 0, sizeof b.ql);
+      std::memset(b.qh, 0, sizeof b.qh);
+      for (int e = 0; e < 256; ++e) {
+        const int32_t v = q[e];
+        const int half = e / 128, r = e % 128, l = r % 32, quarter = r / 32;
+        b.ql[64 * half + l + 32 * (quarter & 1)] |= uint8_t((v & 0xf) << (quarter < 2 ? 0 : 4));
+        b.qh[32 * half + l] |= uint8_t((v >> 4) << (2 * quarter));
+      }
+      std::memcpy(dst, &b, sizeof b);
+    }
   }
 }
 

@@ -18,8 +18,9 @@ class RowQuantizer {
 
   DType type() const { return type_; }
   int64_t cols() const { return cols_; }
-  // Columns sharing one set of parameters: 32 (Q8_0, Q4_0), 128 (Q4_G128), the whole row
-  // (Q8_C, FP8_E4M3) or 1 (float types: no parameters).
+  // Columns sharing one set of parameters: 32 (Q8_0, Q4_0), 128 (Q4_G128), 256 (Q4_K, Q5_K,
+  // Q6_K: a super-block, whose sub-block scales are chosen together), the whole row (Q8_C,
+  // FP8_E4M3) or 1 (float types: no parameters).
   int64_t group() const { return group_; }
 
   // Chooses the parameters of the group that starts at column c0 from its values (group()
@@ -37,12 +38,18 @@ class RowQuantizer {
   void round_to_nearest(const float* row, float* dequantized);
 
  private:
+  void write_kquant_codes(uint8_t* out) const;
   DType type_;
   int64_t cols_, group_;
   std::vector<float> scale_, minimum_;  // per group (dequantisation: q * scale + minimum)
   std::vector<float> inv_scale_;        // per group: what the reference divides by
   std::vector<uint16_t> scale_f16_, minimum_f16_;
   std::vector<int32_t> codes_;  // per column
+  // K-quants: each super-block's file bytes as the reference quantiser wrote them (scales and
+  // minima kept, codes rewritten by write()), and each column's step and offset:
+  // value = col_step * q - col_offset (Q6_K: col_step * (q - 32)).
+  std::vector<uint8_t> kblocks_;
+  std::vector<float> col_step_, col_offset_;
 };
 
 // Whether a matrix with rows of `cols` values can be stored as `type` (block sizes divide cols).

@@ -70,11 +70,40 @@ bool is_scale_tensor(const std::string& name) {
   return name.ends_with(".scale");
 }
 
+// llama.cpp's use_more_bits: the layers of a _M mix whose attn_v and ffn_down get Q6_K.
+bool use_more_bits(int64_t layer, int64_t n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+// The block index of "blk.N.<rest>" and the rest, or -1.
+int64_t block_index(const std::string& name, std::string* rest) {
+  if (!name.starts_with("blk.")) return -1;
+  const size_t dot = name.find('.', 4);
+  if (dot == std::string::npos || dot == 4) return -1;
+  int64_t i = 0;
+  for (size_t k = 4; k < dot; ++k) {
+    if (name[k] < '0' || name[k] > '9' || i > 1000000) return -1;
+    i = i * 10 + (name[k] - '0');
+  }
+  *rest = name.substr(dot + 1);
+  return i;
+}
+
 // The type a weight matrix gets, and why, when `want` cannot hold rows of `cols` values:
-// llama.cpp's types fall back to F16 (the file stays loadable by llama.cpp), shrike's Q4_G128
-// to Q4_0 and then Q8_C, which fits any row.
-TensorPlan plan_tensor(const gguf::TensorInfo& t, const QuantizeOptions& o) {
+// llama.cpp's types fall back to F16 (the file stays loadable by llama.cpp), the k-quants to
+// Q8_0 first (as llama.cpp falls back to a 32-wide type), shrike's Q4_G128 to Q4_0 and then
+// Q8_C, which fits any row.
+TensorPlan plan_tensor(const gguf::TensorInfo& t, const QuantizeOptions& o, int64_t n_layers) {
   TensorPlan p{t.name, t.type, o.type, std::string(method_name(o.method))};
+  if (o.mix == Mix::KMedium) {
+    std::string rest;
+    const int64_t layer = block_index(t.name, &rest);
+    if (t.name == "output.weight" || ((rest == "attn_v.weight" || rest == "ffn_down.weight") &&
+                                      use_more_bits(layer, n_layers))) {
+      p.to = DType::Q6_K;
+      p.note = "q6_K in the _M mix";
+    }
+  }
   for (const KeepRule& k : o.keep)
     if (keep_rule_matches(k, t.name)) {
       p.to = k.type;
@@ -87,6 +116,8 @@ TensorPlan plan_tensor(const gguf::TensorInfo& t, const QuantizeOptions& o) {
       p.to = DType::Q4_0;
     } else if (want == DType::Q4_G128) {
       p.to = DType::Q8_C;
+    } else if (dtype_is_kquant(want) && type_fits(DType::Q8_0, cols)) {
+      p.to = DType::Q8_0;
     } else {
       p.to = DType::F16;
     }
@@ -327,9 +358,14 @@ QuantizeReport quantize_file(const std::string& in, const std::string& out,
   QuantizeReport report;
 
   std::map<std::string, DType> planned;
+  int64_t n_layers = 0;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    std::string rest;
+    n_layers = std::max(n_layers, block_index(t.name, &rest) + 1);
+  }
   for (const gguf::TensorInfo& t : f.tensors()) {
     if (is_scale_tensor(t.name) || t.dims.size() != 2 || !t.name.ends_with(".weight")) continue;
-    report.tensors.push_back(plan_tensor(t, o));
+    report.tensors.push_back(plan_tensor(t, o, n_layers));
     planned[t.name] = report.tensors.back().to;
   }
 
@@ -351,17 +387,40 @@ QuantizeReport quantize_file(const std::string& in, const std::string& out,
 
   gguf::GgufWriter w;
   for (const std::string& key : f.keys()) w.set_value(key, *f.find(key));
-  if (o.type == DType::Q8_0 || o.type == DType::Q4_0 || o.type == DType::F16 ||
-      o.type == DType::F32 || o.type == DType::BF16) {
-    // llama.cpp's llama_ftype: mostly Q8_0 = 7, mostly Q4_0 = 2, F16 = 1, F32 = 0, BF16 = 32.
-    const uint32_t ftype = o.type == DType::Q8_0   ? 7
-                           : o.type == DType::Q4_0 ? 2
-                           : o.type == DType::F16  ? 1
-                           : o.type == DType::BF16 ? 32
-                                                   : 0;
-    w.set_uint32("general.file_type", ftype);
+  // llama.cpp's llama_ftype: mostly Q8_0 = 7, mostly Q4_0 = 2, F16 = 1, F32 = 0, BF16 = 32,
+  // Q4_K_S = 14, Q4_K_M = 15, Q5_K_S = 16, Q5_K_M = 17, Q6_K = 18.
+  const bool medium = o.mix == Mix::KMedium;
+  int ftype = -1;
+  switch (o.type) {
+    case DType::Q8_0:
+      ftype = 7;
+      break;
+    case DType::Q4_0:
+      ftype = 2;
+      break;
+    case DType::F16:
+      ftype = 1;
+      break;
+    case DType::F32:
+      ftype = 0;
+      break;
+    case DType::BF16:
+      ftype = 32;
+      break;
+    case DType::Q4_K:
+      ftype = medium ? 15 : 14;
+      break;
+    case DType::Q5_K:
+      ftype = medium ? 17 : 16;
+      break;
+    case DType::Q6_K:
+      ftype = 18;
+      break;
+    default:
+      break;
   }
-  w.set_string("shrike.quantize.type", std::string(dtype_name(o.type)));
+  if (ftype >= 0) w.set_uint32("general.file_type", uint32_t(ftype));
+  w.set_string("shrike.quantize.type", std::string(dtype_name(o.type)) + (medium ? "_M" : ""));
   w.set_string("shrike.quantize.method", method_name(o.method));
 
   for (const gguf::TensorInfo& t : f.tensors()) {

@@ -26,8 +26,14 @@ struct KeepRule {
 KeepRule parse_keep_rule(const std::string& text);
 bool keep_rule_matches(const KeepRule& rule, const std::string& tensor_name);
 
+// llama.cpp's "_M" k-quant mixes: output.weight, and attn_v / ffn_down of the layers
+// llama.cpp's use_more_bits picks (the first and last eighth, every third between), get Q6_K;
+// the rest the target type (Q4_K for Q4_K_M, Q5_K for Q5_K_M).
+enum class Mix { None, KMedium };
+
 struct QuantizeOptions {
   DType type = DType::Q8_0;
+  Mix mix = Mix::None;
   Method method = Method::Rtn;
   std::vector<KeepRule> keep;
   // Calibration token sequences (AWQ and GPTQ need them), each within the context length.

@@ -60,6 +60,31 @@ TEST_F(QuantizeCli, EveryMethodWritesALoadableModel) {
   }
 }
 
+// llama.cpp's Q4_K_M mix: output.weight, and attn_v / ffn_down of layers 0, 3, 6 and 7 of 8
+// (llama.cpp's use_more_bits) in q6_K, the rest q4_K; rows not a multiple of 256 fall back to
+// q8_0. Written by round to nearest and by GPTQ, and run.
+TEST_F(QuantizeCli, WritesTheKQuantMixes) {
+  ok("synth --dim 256 --layers 8 --heads 4 --kv-heads 2 --ffn 512 --vocab 300 --context 128 "
+     "--type f16 --seed 3 -o " +
+     path("k.gguf"));
+  for (const std::string m : {"rtn", "gptq"}) {
+    const std::string out = path("k-q4km-" + m + ".gguf");
+    const CommandResult r = ok("quantize " + path("k.gguf") + " -o " + out +
+                               " --type q4_K_M --method " + m + " --calib " + path("calib.txt"));
+    // 8 layers x 7 matrices, token_embd (q4_K, as llama.cpp has it) and output: 58 matrices.
+    EXPECT_NE(r.err.find("49 q4_K 9 q6_K"), std::string::npos) << r.err;
+    ok("generate -m " + out + " -p hello -n 4");
+  }
+  const CommandResult q6 =
+      ok("quantize " + path("k.gguf") + " -o " + path("k-q6.gguf") + " --type q6_K");
+  EXPECT_NE(q6.err.find("58 q6_K"), std::string::npos) << q6.err;
+  const CommandResult fallback =
+      ok("quantize " + path("in.gguf") + " -o " + path("in-q5.gguf") + " --type q5_K_M");
+  EXPECT_NE(fallback.err.find("fallback: rows of 128 values cannot be q5_K"), std::string::npos)
+      << fallback.err;
+  ok("generate -m " + path("in-q5.gguf") + " -p hello -n 4");
+}
+
 TEST_F(QuantizeCli, ScanProposesARecipe) {
   const CommandResult r = ok("quantize " + path("in.gguf") + " --scan --type q4_0 --calib " +
                              path("calib.txt") + " --recipe-max 2");
@@ -97,9 +122,10 @@ TEST_F(QuantizeCli, CoverageTellsTrafficLikeCalibrationFromTrafficUnlikeIt) {
 TEST_F(QuantizeCli, BadOptionsAndInputsFailClearly) {
   const std::string in = path("in.gguf");
   fails("quantize " + in + " -o " + path("x.gguf") + " --type q7_k", "'q7_k' is not a type");
-  // Read, not written (yet): said so, not "not a type".
-  fails("quantize " + in + " -o " + path("x.gguf") + " --type q5_k",
-        "shrike reads the k-quants (q2_K..q6_K, iq4_nl, iq4_xs) but its quantisers do not write");
+  // Read, not written: said so, not "not a type".
+  fails("quantize " + in + " -o " + path("x.gguf") + " --type q2_k",
+        "shrike reads q2_K but does not write it");
+  fails("quantize " + in + " -o " + path("x.gguf") + " --type q6_K_M", "'q6_K_M' is not a type");
   fails("quantize " + in + " -o " + path("x.gguf") + " --method awq", "needs --calib");
   fails("quantize " + in + " -o " + path("x.gguf") + " --method best", "expected rtn, awq or gptq");
   fails("quantize " + in + " -o " + path("x.gguf") + " --keep 'blk.*'", "expected PATTERN=TYPE");

@@ -16,8 +16,8 @@
 namespace shrike::quant {
 namespace {
 
-const DType kTypes[] = {DType::Q8_0,     DType::Q4_0, DType::Q4_G128, DType::Q8_C,
-                        DType::FP8_E4M3, DType::F16,  DType::BF16};
+const DType kTypes[] = {DType::Q8_0, DType::Q4_0, DType::Q4_G128, DType::Q8_C, DType::FP8_E4M3,
+                        DType::F16,  DType::BF16, DType::Q4_K,    DType::Q5_K, DType::Q6_K};
 
 std::vector<float> random_row(int64_t n, uint32_t seed, float outlier = 0) {
   std::mt19937 rng(seed);
@@ -30,7 +30,7 @@ std::vector<float> random_row(int64_t n, uint32_t seed, float outlier = 0) {
 
 TEST(RowQuantizer, RoundToNearestWritesTheReferenceBytes) {
   for (DType t : kTypes) {
-    const int64_t n = 256;
+    const int64_t n = 512;  // two k-quant super-blocks
     for (uint32_t seed = 1; seed <= 5; ++seed) {
       const auto row = random_row(n, seed, seed == 3 ? 1.5f : 0.0f);
       const size_t bytes = size_t(dtype_row_bytes(t, n));
@@ -58,6 +58,9 @@ TEST(RowQuantizer, RejectsRowsTheTypeCannotHold) {
   EXPECT_THROW(RowQuantizer(DType::Q4_0, 48), std::invalid_argument);
   EXPECT_THROW(RowQuantizer(DType::Q4_G128, 96), std::invalid_argument);
   EXPECT_NO_THROW(RowQuantizer(DType::Q8_C, 172));
+  EXPECT_THROW(RowQuantizer(DType::Q4_K, 128), std::invalid_argument);
+  EXPECT_THROW(RowQuantizer(DType::Q2_K, 256), std::invalid_argument);  // read, not written
+  EXPECT_THROW(RowQuantizer(DType::IQ4_XS, 256), std::invalid_argument);
   EXPECT_FALSE(type_fits(DType::Q8_0, 172));
   EXPECT_TRUE(type_fits(DType::FP8_E4M3, 172));
   EXPECT_TRUE(type_fits(DType::Q4_G128, 256));
@@ -139,7 +142,8 @@ std::vector<float> dequantize(DType t, const std::vector<uint8_t>& bytes,
 TEST(Gptq, BeatsRoundToNearestOnCorrelatedInputs) {
   ThreadPool pool(2);
   const Layer layer(11, true);
-  for (DType t : {DType::Q4_0, DType::Q4_G128, DType::Q8_C, DType::Q8_0, DType::FP8_E4M3}) {
+  for (DType t : {DType::Q4_0, DType::Q4_G128, DType::Q8_C, DType::Q8_0, DType::FP8_E4M3,
+                  DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     const size_t rb = size_t(dtype_row_bytes(t, layer.cols));
     std::vector<uint8_t> gptq(rb * size_t(layer.rows)), rtn(gptq.size());
     std::vector<float> gs(dtype_has_row_scale(t) ? size_t(layer.rows) : 0), rs(gs.size());
@@ -161,7 +165,8 @@ TEST(Gptq, EqualsRoundToNearestWhenInputsAreUncorrelated) {
   const int64_t rows = layer.rows, cols = layer.cols;
   std::vector<double> gram(size_t(cols * cols), 0.0);
   for (int64_t i = 0; i < cols; ++i) gram[size_t(i * cols + i)] = 4.0;
-  for (DType t : {DType::Q4_0, DType::Q8_0, DType::Q4_G128}) {
+  for (DType t :
+       {DType::Q4_0, DType::Q8_0, DType::Q4_G128, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     const size_t rb = size_t(dtype_row_bytes(t, cols));
     std::vector<uint8_t> gptq(rb * size_t(rows)), rtn(gptq.size());
     gptq_quantize(layer.w.data(), rows, cols, gram, 1, t, 0.01, gptq.data(), nullptr, pool);
