@@ -7,7 +7,8 @@
 # LLAMA_CPP_DIR holds include/, ggml/include/ and build/bin/{llama-quantize,libllama.so}.
 # Environment: TYPES (llama-quantize names), TOKENS (sequence length, default 256), MODEL (an F16
 # or F32 GGUF to start from instead of the random-weight Llama synthesised here; its tensors'
-# rows must be multiples of 256 for the k-quants to be used throughout).
+# rows must be multiples of 256 for the k-quants to be used throughout), TEXT (a text file: its
+# first TOKENS tokens through MODEL's tokenizer instead of random ids).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 llama=$(cd "$1" && pwd)
@@ -28,8 +29,14 @@ if [ -z "${MODEL:-}" ] && [ ! -f "$base" ]; then
   build/shrike synth --dim 512 --layers 4 --heads 8 --kv-heads 4 --ffn 1536 --vocab 32000 \
     --type f16 --seed 7 -o "$base"
 fi
-# The sequence: ids spread over the vocabulary (a random model has no text it prefers).
-python3 -c "import random; r = random.Random(3); print(' '.join(str(r.randrange(3, 32000)) for _ in range($ntok)))" >"$out/tokens.txt"
+if [ -n "${TEXT:-}" ]; then
+  # A page of held-out text through the model's own tokenizer, its first TOKENS ids.
+  build/shrike tokenize -m "$base" --text-file "$TEXT" --add-special |
+    python3 -c "import sys; ids = sys.stdin.read().split()[:$ntok]; assert len(ids) == $ntok, f'{len(ids)} tokens in TEXT, TOKENS=$ntok'; print(' '.join(ids))" >"$out/tokens.txt"
+else
+  # The sequence: ids spread over the vocabulary (a random model has no text it prefers).
+  python3 -c "import random; r = random.Random(3); print(' '.join(str(r.randrange(3, 32000)) for _ in range($ntok)))" >"$out/tokens.txt"
+fi
 
 compare() {  # llama.cpp logits, shrike logits, tokens -> "top1 kl max_abs"
   python3 - "$1" "$2" "$3" <<'PY'
