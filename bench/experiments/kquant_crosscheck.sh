@@ -38,32 +38,8 @@ else
   python3 -c "import random; r = random.Random(3); print(' '.join(str(r.randrange(3, 32000)) for _ in range($ntok)))" >"$out/tokens.txt"
 fi
 
-compare() {  # llama.cpp logits, shrike logits, tokens -> "top1 kl max_abs"
-  python3 - "$1" "$2" "$3" <<'PY'
-import array, math, sys
-a, b = array.array("f"), array.array("f")
-a.frombytes(open(sys.argv[1], "rb").read()); b.frombytes(open(sys.argv[2], "rb").read())
-n = int(sys.argv[3]); v = len(a) // n
-assert len(a) == len(b) == n * v, "logit files differ in size"
-agree, kl, mad, ties, agree_decided = 0, 0.0, 0.0, 0, 0
-for t in range(n):
-    p, q = a[t * v:(t + 1) * v], b[t * v:(t + 1) * v]
-    same = max(range(v), key=p.__getitem__) == max(range(v), key=q.__getitem__)
-    agree += same
-    # A near tie: llama.cpp's top two logits closer than twice the largest difference between
-    # the engines at this position, so rounding alone may order them either way.
-    top2 = sorted(p)[-2:]
-    if top2[1] - top2[0] < 2 * max(abs(x - y) for x, y in zip(p, q)):
-        ties += 1
-    else:
-        agree_decided += same
-    mp, mq = max(p), max(q)
-    lp = math.log(sum(math.exp(x - mp) for x in p)) + mp
-    lq = math.log(sum(math.exp(x - mq) for x in q)) + mq
-    kl += sum(math.exp(x - lp) * ((x - lp) - (y - lq)) for x, y in zip(p, q))
-    mad = max(mad, max(abs(x - y) for x, y in zip(p, q)))
-print(f"{agree / n:.4f} {agree_decided}/{n - ties} {kl / n:.2e} {mad:.3g}")
-PY
+compare() {  # llama.cpp logits, shrike logits, tokens -> "top1 decided kl max_abs"
+  python3 bench/experiments/compare_logits.py "$1" "$2" "$3"
 }
 
 printf '| file type | tensors by type | top-1 agreement | top-1 outside near ties | mean KL | max abs logit diff |\n|---|---|---|---|---|---|\n'

@@ -22,6 +22,9 @@
 //       -I$LLAMA/ggml/include -L$LLAMA/build/bin -lllama -lggml -lggml-base
 //       -Wl,-rpath,$LLAMA/build/bin -o /tmp/llamacpp_logits
 // (one command line; -lggml is needed because this file calls ggml-backend.h directly)
+// ik_llama.cpp (for architectures mainline at that commit lacks, such as qwen3 and gemma3): the
+// same command with -DIK_LLAMA and ik_llama.cpp's directories (its llama.h keeps the older
+// llama_free_model / llama_n_ctx_train names and has no backend registry).
 // Example (stories260K: BOS + "Once upon a time"; ids must be < n_vocab, 512 here):
 //   echo "1 403 407 261 378 432" > /tmp/toks.txt
 //   /tmp/llamacpp_logits /work/shared/reference/stories260K/stories260K.gguf /tmp/toks.txt
@@ -148,7 +151,9 @@ int main(int argc, char** argv) {
   const std::vector<long long> ids = read_tokens(tokens_path);
 
   // A build with GGML_BACKEND_DL=ON registers no backend until one is loaded.
+#ifndef IK_LLAMA
   if (ggml_backend_dev_count() == 0) ggml_backend_load_all();
+#endif
   llama_backend_init();
 
   llama_model_params mparams = llama_model_default_params();
@@ -167,7 +172,11 @@ int main(int argc, char** argv) {
           " is out of range [0, " + std::to_string(n_vocab) + ")");
     }
   }
+#ifdef IK_LLAMA
+  const int32_t n_ctx_train = llama_n_ctx_train(model);
+#else
   const int32_t n_ctx_train = llama_model_n_ctx_train(model);
+#endif
   if (n_ctx_train > 0 && n_tokens > n_ctx_train) {
     std::fprintf(stderr,
                  "llamacpp_logits: warning: %d tokens exceed the model's training context %d\n",
@@ -185,7 +194,9 @@ int main(int argc, char** argv) {
   cparams.type_k = kv_type;
   cparams.type_v = kv_type;
   cparams.flash_attn = false;
+#ifndef IK_LLAMA
   cparams.no_perf = true;
+#endif
   llama_context* ctx = llama_init_from_model(model, cparams);
   if (!ctx) die("llama.cpp failed to create a context for " + std::to_string(n_tokens) + " tokens");
   if (llama_n_batch(ctx) < n || llama_n_ubatch(ctx) < n) {
@@ -232,7 +243,11 @@ int main(int argc, char** argv) {
 
   llama_batch_free(batch);
   llama_free(ctx);
+#ifdef IK_LLAMA
+  llama_free_model(model);
+#else
   llama_model_free(model);
+#endif
   llama_backend_free();
   return 0;
 }

@@ -60,7 +60,7 @@ void attention_one_scalar(const detail::AttnHead& a, const T* const* kb, const T
     for (int64_t i = 0; i < a.head_dim; ++i) dot += a.q[i] * widen(kr[i]);
     a.scores[p] = dot * a.scale;
   }
-  reference::softmax(a.scores, a.n_keys);
+  detail::scores_to_weights(a.scores, a.n_keys, a.softcap, a.window, reference::softmax);
   for (int64_t i = 0; i < a.head_dim; ++i) a.out[i] = 0;
   for (int64_t p = 0; p < a.n_keys; ++p) {
     const T* vr = vb[p / a.v.block_size] + (p % a.v.block_size) * a.v.row_stride + a.v.off;
@@ -96,7 +96,7 @@ void attention_one_scalar_int8(const detail::AttnHead& a) {
     for (int64_t i = 0; i < a.head_dim; ++i) dot += a.q[i] * kr[i];
     a.scores[p] = dot * a.scale;
   }
-  reference::softmax(a.scores, a.n_keys);
+  detail::scores_to_weights(a.scores, a.n_keys, a.softcap, a.window, reference::softmax);
   for (int64_t i = 0; i < a.head_dim; ++i) a.out[i] = 0;
   for (int64_t p = 0; p < a.n_keys; ++p) {
     const Int8Row vr = int8_row(a.v, p);
@@ -248,7 +248,9 @@ detail::AttnHead head_args(const AttentionJob& job, int64_t kv_head, const Scrat
                           .scores = scratch.scores,
                           .rows = scratch.rows,
                           .row_scales = scratch.row_scales,
-                          .row_is_half = scratch.row_is_half};
+                          .row_is_half = scratch.row_is_half,
+                          .softcap = s.softcap,
+                          .window = s.window};
 }
 
 // Query head h for the query block at token t; its weights are left at `sc`.
@@ -327,6 +329,14 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dims, const f
 void silu_mul(float* out, const float* gate, const float* up, int64_t n) {
   if (const auto* o = ops_for(active_isa())) return o->silu_mul(out, gate, up, n);
   reference::silu_mul(out, gate, up, n);
+}
+void gelu_mul(float* out, const float* gate, const float* up, int64_t n) {
+  // Not vectorised: only Gemma models use it, and the products around it dominate.
+  constexpr float kSqrt2OverPi = 0.7978845608f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    out[i] = 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x))) * up[i];
+  }
 }
 void softmax(float* x, int64_t n) {
   if (const auto* o = ops_for(active_isa())) return o->softmax(x, n);

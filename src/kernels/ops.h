@@ -27,6 +27,8 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t rot_dims, const f
 // out[i] = silu(gate[i]) * up[i], silu(g) = g / (1 + e^-g).
 void silu_mul(float* out, const float* gate, const float* up, int64_t n);
 
+// out[i] = gelu(gate[i]) * up[i] with GELU's tanh approximation (Gemma's gelu_pytorch_tanh).
+void gelu_mul(float* out, const float* gate, const float* up, int64_t n);
 // In-place softmax over n values (max-subtracted).
 void softmax(float* x, int64_t n);
 
@@ -108,9 +110,14 @@ struct KvRows {
 // exactly, so the result is that of f32 rows holding the same values; int8 rows give the result
 // of f32 rows holding q * scale up to rounding (the SIMD kernels multiply each dot product, and
 // each V row's weight, by the row's scale instead of every element).
+// softcap > 0 caps each scaled score s at softcap * tanh(s / softcap) (Gemma 2); window > 0 lets
+// a query see only the keys less than `window` positions before it (sliding-window layers of
+// Gemma 2 / 3, Mistral, Phi-3): the rest get weight 0.
 struct AttentionShape {
   int64_t n_tokens, pos0, n_heads, n_kv_heads, head_dim;
   float scale;
+  float softcap = 0.0f;
+  int64_t window = 0;
 };
 void attention(const AttentionShape& s, const float* q, const KvRows& k, const KvRows& v,
                float* out, ThreadPool& pool);

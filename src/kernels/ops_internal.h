@@ -3,6 +3,7 @@
 // declarations only; see matmul_internal.h for why.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/ops.h"
@@ -46,7 +47,22 @@ struct AttnHead {
   // whether it is an f16 copy.
   float* row_scales;
   uint8_t* row_is_half;
+  float softcap;   // AttentionShape::softcap
+  int64_t window;  // AttentionShape::window
 };
+
+// Turns one query's scaled scores sc[0..n) over the keys it may see causally into attention
+// weights: soft-capping, then softmax over the keys inside the sliding window (the last `window`
+// of the n; all without a window) and weight 0 for the keys before it.
+template <class Softmax>
+inline void scores_to_weights(float* sc, int64_t n, float softcap, int64_t window,
+                              Softmax&& softmax) {
+  if (softcap > 0)
+    for (int64_t i = 0; i < n; ++i) sc[i] = softcap * std::tanh(sc[i] / softcap);
+  const int64_t lo = window > 0 && n > window ? n - window : 0;
+  for (int64_t i = 0; i < lo; ++i) sc[i] = 0.0f;
+  softmax(sc + lo, n - lo);
+}
 
 struct IsaOps {
   void (*rmsnorm)(float* out, const float* x, const float* weight, int64_t n, float eps);

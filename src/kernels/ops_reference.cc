@@ -4,6 +4,7 @@
 
 #include "core/dtype.h"
 #include "kernels/ops.h"
+#include "kernels/ops_internal.h"
 
 namespace shrike::kernels::reference {
 namespace {
@@ -83,7 +84,7 @@ void attention(const AttentionShape& s, const float* q, const KvRows& k, const K
         for (int64_t i = 0; i < s.head_dim; ++i) dot += qh[i] * kv_at(k, p, kv_head, i);
         scores[size_t(p)] = dot * s.scale;
       }
-      softmax(scores.data(), n_keys);
+      detail::scores_to_weights(scores.data(), n_keys, s.softcap, s.window, softmax);
       float* oh = out + t * dim + h * s.head_dim;
       for (int64_t i = 0; i < s.head_dim; ++i) oh[i] = 0;
       for (int64_t p = 0; p < n_keys; ++p) {

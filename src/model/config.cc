@@ -24,7 +24,8 @@ void ModelConfig::validate() const {
   require(head_dim > 0 && head_dim <= 1024 && head_dim % 2 == 0,
           "head dimension " + std::to_string(head_dim));
   require(ffn_dim > 0 && ffn_dim <= 8 * kMaxWidth, "ffn width " + std::to_string(ffn_dim));
-  require(vocab_size > 0 && vocab_size <= kMaxVocab, "vocabulary size " + std::to_string(vocab_size));
+  require(vocab_size > 0 && vocab_size <= kMaxVocab,
+          "vocabulary size " + std::to_string(vocab_size));
   require(context_length > 0 && context_length <= (1 << 24),
           "context length " + std::to_string(context_length));
   require(rope_dims > 0 && rope_dims <= head_dim && rope_dims % 2 == 0,
@@ -33,6 +34,40 @@ void ModelConfig::validate() const {
   require(rope_theta > 0, "rope theta");
   require(rope_freq_factors.empty() || int64_t(rope_freq_factors.size()) == rope_dims / 2,
           "rope frequency factor count " + std::to_string(rope_freq_factors.size()));
+  require(std::isfinite(embedding_scale) && embedding_scale > 0, "embedding scale");
+  require(std::isfinite(attention_scale) && attention_scale >= 0, "attention scale");
+  require(std::isfinite(attn_softcap) && attn_softcap >= 0, "attention logit soft-capping");
+  require(std::isfinite(final_softcap) && final_softcap >= 0, "final logit soft-capping");
+  require(sliding_window >= 0 && sliding_window <= (int64_t(1) << 24), "sliding window");
+  require(sliding_pattern >= 0 && sliding_pattern <= n_layers, "sliding window pattern");
+  require(std::isfinite(rope_theta_local) && rope_theta_local >= 0, "local rope theta");
+  require(std::isfinite(rope_freq_scale) && rope_freq_scale > 0, "rope frequency scale");
+}
+
+float ModelConfig::attention_scale_or_default() const {
+  return attention_scale > 0 ? attention_scale : 1.0f / std::sqrt(float(head_dim));
+}
+
+std::string ModelConfig::departures() const {
+  std::string s;
+  auto add = [&](bool on, const char* what) {
+    if (on) s += (s.empty() ? "" : ", ") + std::string(what);
+  };
+  add(qk_norm, "q/k norms");
+  add(post_norms, "post-attention/FFN norms");
+  add(ffn_activation != FfnActivation::Silu, "GELU gating");
+  add(embedding_scale != 1.0f, "embedding scale");
+  add(attention_scale > 0 && attention_scale != 1.0f / std::sqrt(float(head_dim)),
+      "attention scale");
+  add(attn_softcap > 0 || final_softcap > 0, "logit soft-capping");
+  add(sliding_window > 0 && sliding_pattern > 0, "sliding-window attention");
+  add(rope_theta_local > 0, "local rope base");
+  add(rope_freq_scale != 1.0f, "linear rope scaling");
+  return s;
+}
+
+bool ModelConfig::plain_llama_block() const {
+  return departures().empty();
 }
 
 std::vector<float> llama3_rope_factors(int64_t rope_dims, float theta, float factor,

@@ -1,5 +1,5 @@
-// Shape and hyper-parameters of a Llama-family decoder (Llama 2/3, Qwen2, Mistral, TinyLlama,
-// SmolLM): everything the forward pass needs to know that is not a weight.
+// Shape and hyper-parameters of a Llama-family decoder (Llama 2/3, Qwen2/3, Mistral, Gemma 2/3,
+// TinyLlama, SmolLM): everything the forward pass needs to know that is not a weight.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,10 @@
 #include "kv/kv_cache.h"
 
 namespace shrike::model {
+
+// The FFN's gating nonlinearity: SiLU (SwiGLU: Llama, Qwen, Mistral) or GELU with the tanh
+// approximation (GeGLU: Gemma).
+enum class FfnActivation { Silu, GeluTanh };
 
 struct ModelConfig {
   std::string architecture = "llama";  // GGUF general.architecture
@@ -32,8 +36,33 @@ struct ModelConfig {
   int32_t bos_id = 1, eos_id = 2;
   bool add_bos = true;
 
+  // Departures from the Llama block (all off for Llama, Qwen2, Mistral without a window):
+  bool qk_norm = false;     // per-head RMSNorm of q and k before RoPE (Qwen3, Gemma 3)
+  bool post_norms = false;  // RMSNorm of the attention and FFN outputs before each residual add
+  FfnActivation ffn_activation = FfnActivation::Silu;
+  float embedding_scale = 1.0f;  // token embeddings times this (Gemma: sqrt(dim))
+  float attention_scale = 0.0f;  // q.k times this; 0: 1 / sqrt(head_dim)
+  float attn_softcap = 0.0f;     // > 0: scores capped at cap * tanh(s / cap) (Gemma 2)
+  float final_softcap = 0.0f;    // > 0: logits capped likewise (Gemma 2)
+  // Sliding-window attention: on a sliding layer a query sees the keys less than sliding_window
+  // positions before it. sliding_pattern 1: every layer slides (Mistral, Phi-3); k > 1: every
+  // k-th layer (l % k == k - 1) is global, the others slide (Gemma 2: 2, Gemma 3: 6).
+  int64_t sliding_window = 0;
+  int64_t sliding_pattern = 0;
+  float rope_theta_local = 0.0f;  // rope base of the sliding layers (Gemma 3: 10000); 0: rope_theta
+  float rope_freq_scale = 1.0f;   // linear rope scaling: positions times this (1 / factor)
+
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
+  bool is_sliding(int64_t layer) const {
+    if (sliding_window <= 0 || sliding_pattern <= 0) return false;
+    return sliding_pattern == 1 || layer % sliding_pattern != sliding_pattern - 1;
+  }
+  float attention_scale_or_default() const;
+  // True when none of the departures above is used: the block the trainer, the pruner and
+  // export-hf implement. The others refuse a model where this is false, naming the feature.
+  bool plain_llama_block() const;
+  std::string departures() const;  // the features that make plain_llama_block() false
   // What one position stores in a KV cache.
   kv::KvDims kv_dims() const { return {n_layers, n_kv_heads, head_dim}; }
   // Checks that the numbers make sense together; throws std::invalid_argument naming the field.

@@ -64,10 +64,24 @@ bool hf_qwen2(const ModelConfig& c) {
   return c.architecture == "qwen2" || c.qkv_bias;
 }
 
+bool gemma_arch(const ModelConfig& c) {
+  return c.architecture == "gemma2" || c.architecture == "gemma3";
+}
+
+// transformers' class and model_type for the configuration.
+std::pair<const char*, const char*> hf_class(const ModelConfig& c) {
+  if (c.architecture == "qwen3") return {"Qwen3ForCausalLM", "qwen3"};
+  if (c.architecture == "gemma2") return {"Gemma2ForCausalLM", "gemma2"};
+  if (c.architecture == "gemma3") return {"Gemma3ForCausalLM", "gemma3_text"};
+  if (hf_qwen2(c)) return {"Qwen2ForCausalLM", "qwen2"};
+  return {"LlamaForCausalLM", "llama"};
+}
+
 json config_json(const ModelConfig& c, DType type, const std::string& path) {
-  const bool qwen2 = hf_qwen2(c);
-  json j = {{"architectures", {qwen2 ? "Qwen2ForCausalLM" : "LlamaForCausalLM"}},
-            {"model_type", qwen2 ? "qwen2" : "llama"},
+  const bool qwen2 = hf_qwen2(c) && c.architecture != "qwen3" && !gemma_arch(c);
+  const auto [cls, model_type] = hf_class(c);
+  json j = {{"architectures", {cls}},
+            {"model_type", model_type},
             {"hidden_size", c.dim},
             {"intermediate_size", c.ffn_dim},
             {"num_hidden_layers", c.n_layers},
@@ -85,11 +99,41 @@ json config_json(const ModelConfig& c, DType type, const std::string& path) {
                             : type == DType::F16 ? "float16"
                                                  : "float32"}};
   if (c.head_dim * c.n_heads != c.dim) j["head_dim"] = c.head_dim;  // e.g. after head pruning
-  if (qwen2) {
+  if (c.architecture == "qwen3") {  // the fields of Qwen3's published configs
+    j["head_dim"] = c.head_dim;
+    j["attention_bias"] = false;
+    j["use_sliding_window"] = false;
+    j["sliding_window"] = nullptr;
+    j["rope_scaling"] = nullptr;
+  } else if (gemma_arch(c)) {  // and of Gemma 2's and Gemma 3's
+    j.erase("hidden_act");
+    j["hidden_activation"] = "gelu_pytorch_tanh";
+    j["head_dim"] = c.head_dim;
+    j["attention_bias"] = false;
+    const float scale = c.attention_scale_or_default();
+    j["query_pre_attn_scalar"] = std::lround(1.0 / (double(scale) * double(scale)));
+    j["sliding_window"] = c.sliding_window;
+    j["attn_logit_softcapping"] = c.attn_softcap > 0 ? json(shortest(c.attn_softcap)) : json();
+    j["final_logit_softcapping"] = c.final_softcap > 0 ? json(shortest(c.final_softcap)) : json();
+    if (c.architecture == "gemma3") {
+      j["rope_local_base_freq"] = shortest(c.rope_theta_local);
+      j["sliding_window_pattern"] = c.sliding_pattern;
+      j["rope_scaling"] =
+          c.rope_freq_scale != 1.0f
+              ? json{{"rope_type", "linear"}, {"factor", shortest(1.0f / c.rope_freq_scale)}}
+              : json();
+    }
+  } else if (qwen2) {
     j["use_sliding_window"] = false;
   } else {
     j["attention_bias"] = false;
     j["mlp_bias"] = false;
+  }
+  if (c.rope_freq_scale != 1.0f && c.architecture != "gemma3")
+    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", shortest(1.0f / c.rope_freq_scale)}};
+  if (c.sliding_window > 0 && !gemma_arch(c)) {
+    j["sliding_window"] = c.sliding_window;
+    j["use_sliding_window"] = true;
   }
   if (!c.rope_freq_factors.empty()) {
     const auto s = fit_llama3(c);
@@ -107,9 +151,12 @@ json config_json(const ModelConfig& c, DType type, const std::string& path) {
 }
 
 // Hugging Face's name for a GGUF tensor, and for q/k of llama the heads to un-permute ("" for a
-// tensor config.json carries instead, such as rope_freqs).
-std::string hf_name(const std::string& name, const ModelConfig& c, int64_t& unpermute_heads) {
+// tensor config.json carries instead, such as rope_freqs). minus_one: a Gemma norm, stored by
+// Hugging Face as weight - 1.
+std::string hf_name(const std::string& name, const ModelConfig& c, int64_t& unpermute_heads,
+                    bool& minus_one) {
   unpermute_heads = 0;
+  minus_one = gemma_arch(c) && name.ends_with("norm.weight");
   if (name == "token_embd.weight") return "model.embed_tokens.weight";
   if (name == "output_norm.weight") return "model.norm.weight";
   if (name == "output.weight") return "lm_head.weight";
@@ -119,7 +166,7 @@ std::string hf_name(const std::string& name, const ModelConfig& c, int64_t& unpe
   const std::string layer = name.substr(4, dot - 4), rest = name.substr(dot + 1);
   const std::string h = "model.layers." + layer + ".";
   // GGUF llama rows are in adjacent-pair order, Hugging Face's (both families) in halves.
-  const bool llama = c.architecture != "qwen2";
+  const bool llama = c.architecture == "llama";
   if (rest == "attn_q.weight" || rest == "attn_q.bias") unpermute_heads = llama ? c.n_heads : 0;
   if (rest == "attn_k.weight" || rest == "attn_k.bias") unpermute_heads = llama ? c.n_kv_heads : 0;
   static const std::pair<const char*, const char*> kNames[] = {
@@ -131,10 +178,16 @@ std::string hf_name(const std::string& name, const ModelConfig& c, int64_t& unpe
       {"attn_k.bias", "self_attn.k_proj.bias"},
       {"attn_v.bias", "self_attn.v_proj.bias"},
       {"attn_output.weight", "self_attn.o_proj.weight"},
-      {"ffn_norm.weight", "post_attention_layernorm.weight"},
+      {"attn_q_norm.weight", "self_attn.q_norm.weight"},
+      {"attn_k_norm.weight", "self_attn.k_norm.weight"},
+      {"post_attention_norm.weight", "post_attention_layernorm.weight"},
+      {"post_ffw_norm.weight", "post_feedforward_layernorm.weight"},
       {"ffn_gate.weight", "mlp.gate_proj.weight"},
       {"ffn_up.weight", "mlp.up_proj.weight"},
       {"ffn_down.weight", "mlp.down_proj.weight"}};
+  if (rest == "ffn_norm.weight")  // Gemma's FFN input norm; Llama's post-attention one
+    return h +
+           (gemma_arch(c) ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");
   for (const auto& [g, hf] : kNames)
     if (rest == g) return h + hf;
   return "";
@@ -173,7 +226,8 @@ void write_hf_model(const gguf::GgufFile& f, const std::string& dir, DType type)
   std::vector<uint8_t> bytes;
   for (const gguf::TensorInfo& t : f.tensors()) {
     int64_t heads = 0;
-    const std::string name = hf_name(t.name, c, heads);
+    bool minus_one = false;
+    const std::string name = hf_name(t.name, c, heads, minus_one);
     if (name.empty()) continue;  // rope_freqs (in config.json), row scales (applied below)
     const int64_t cols = t.dims[0], rows = t.elements() / cols;
     const float* scales = nullptr;
@@ -189,6 +243,8 @@ void write_hf_model(const gguf::GgufFile& f, const std::string& dir, DType type)
     for (int64_t r = 0; r < rows; ++r)
       dequantize_row(t.type, t.data + size_t(r) * row_bytes, values.data() + r * cols, cols,
                      scales ? scales[r] : 1.0f);
+    if (minus_one)
+      for (float& v : values) v -= 1.0f;
     if (heads > 0) {
       const bool vector = t.dims.size() == 1;  // a bias: one value per row of its matrix
       values = unpermute(values, vector ? cols : rows, vector ? 1 : cols, heads);

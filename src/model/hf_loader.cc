@@ -1,5 +1,6 @@
 // Hugging Face folders -> HfCheckpoint (config.json in GGUF terms, tensors under GGUF names) ->
 // Model. Every field and tensor is checked before a byte of weight data is read.
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -95,7 +96,8 @@ class ConfigJson {
   json j_;
 };
 
-// Family of a config: "llama", "mistral" or "qwen2" (architectures[0] first, then model_type).
+// Family of a config: "llama", "mistral", "qwen2", "qwen3", "gemma2" or "gemma3"
+// (architectures[0] first, then model_type).
 std::string family_of(const ConfigJson& c) {
   std::string arch;
   if (c.has("architectures")) {
@@ -107,10 +109,21 @@ std::string family_of(const ConfigJson& c) {
   if (arch == "LlamaForCausalLM") return "llama";
   if (arch == "MistralForCausalLM") return "mistral";
   if (arch == "Qwen2ForCausalLM") return "qwen2";
-  const std::string type = c.string_or("model_type", "");
-  if (arch.empty() && (type == "llama" || type == "mistral" || type == "qwen2")) return type;
+  if (arch == "Qwen3ForCausalLM") return "qwen3";
+  if (arch == "Gemma2ForCausalLM") return "gemma2";
+  if (arch == "Gemma3ForCausalLM") return "gemma3";
+  std::string type = c.string_or("model_type", "");
+  if (type == "gemma3_text") type = "gemma3";
+  if (arch.empty() && (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" ||
+                       type == "gemma2" || type == "gemma3"))
+    return type;
+  if (arch == "Gemma3ForConditionalGeneration")
+    throw FileError(c.path() +
+                    ": Gemma3ForConditionalGeneration (text and vision) is not "
+                    "supported; the text-only Gemma3ForCausalLM folders are");
   throw FileError(c.path() + ": unsupported architecture '" + (arch.empty() ? type : arch) +
-                  "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)");
+                  "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
+                  "Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)");
 }
 
 // rope_scaling: absent, null or "default" -> none; "llama3" -> per-frequency divisors, computed
@@ -129,9 +142,16 @@ void read_rope_scaling(const ConfigJson& c, ModelConfig& m) {
       break;
     }
   if (type.empty() || type == "default") return;
+  if (type == "linear") {
+    const double factor = c.number_in(rs, "factor", 1.0);
+    if (!(factor >= 1 && factor < 1e6))
+      throw FileError(c.path() + ": rope_scaling linear needs a factor >= 1");
+    m.rope_freq_scale = float(1.0 / factor);
+    return;
+  }
   if (type != "llama3")
     throw FileError(c.path() + ": unsupported rope_scaling type '" + type +
-                    "' (supported: llama3)");
+                    "' (supported: llama3, linear)");
   const double factor = c.number_in(rs, "factor", 8.0);
   const double low = c.number_in(rs, "low_freq_factor", 1.0);
   const double high = c.number_in(rs, "high_freq_factor", 4.0);
@@ -147,7 +167,8 @@ void read_rope_scaling(const ConfigJson& c, ModelConfig& m) {
 ModelConfig read_config(const ConfigJson& c) {
   const std::string family = family_of(c);
   ModelConfig m;
-  m.architecture = family == "qwen2" ? "qwen2" : "llama";
+  m.architecture = family == "llama" || family == "mistral" ? "llama" : family;
+  const bool gemma = family == "gemma2" || family == "gemma3";
   m.dim = c.count("hidden_size");
   m.n_layers = c.count("num_hidden_layers");
   m.n_heads = c.count("num_attention_heads");
@@ -160,18 +181,52 @@ ModelConfig read_config(const ConfigJson& c) {
   m.rope_theta = float(c.number_or("rope_theta", 10000.0));
   m.tied_output = c.bool_or("tie_word_embeddings", false);
   m.qkv_bias = family == "qwen2";
-  m.rope_layout = family == "qwen2" ? kernels::RopeLayout::NeoX : kernels::RopeLayout::Adjacent;
+  m.qk_norm = family == "qwen3" || family == "gemma3";
+  // Hugging Face's llama and mistral q/k rows are permuted to adjacent pairs on the way in (see
+  // hf_model.h); the other families stay NeoX, as in llama.cpp's files.
+  m.rope_layout = family == "llama" || family == "mistral" ? kernels::RopeLayout::Adjacent
+                                                           : kernels::RopeLayout::NeoX;
   m.bos_id = c.token_id_or("bos_token_id", 1);
   m.eos_id = c.token_id_or("eos_token_id", 2);
-  m.add_bos = family != "qwen2";
+  m.add_bos = family != "qwen2" && family != "qwen3";
   if (c.bool_or("attention_bias", false) && family != "qwen2")
     throw FileError(c.path() + ": attention_bias is not supported for " + family);
   if (c.bool_or("mlp_bias", false)) throw FileError(c.path() + ": mlp_bias is not supported");
   if (c.has("partial_rotary_factor") && c.number_or("partial_rotary_factor", 1.0) != 1.0)
     throw FileError(c.path() + ": partial_rotary_factor is not supported");
-  const std::string act = c.string_or("hidden_act", "silu");
-  if (act != "silu" && act != "swish")
-    throw FileError(c.path() + ": hidden_act '" + act + "' is not supported (only silu)");
+  // Gemma names its activation hidden_activation (hidden_act is the older key).
+  const std::string act = c.string_or(
+      "hidden_activation", c.string_or("hidden_act", gemma ? "gelu_pytorch_tanh" : "silu"));
+  if (act == "gelu_pytorch_tanh" || (gemma && act == "gelu")) {
+    m.ffn_activation = FfnActivation::GeluTanh;
+  } else if (act != "silu" && act != "swish") {
+    throw FileError(c.path() + ": hidden_act '" + act +
+                    "' is not supported (silu, gelu_pytorch_tanh)");
+  }
+  if (c.has("sliding_window") && (c.bool_or("use_sliding_window", true) || gemma)) {
+    m.sliding_window = c.count("sliding_window");
+    m.sliding_pattern = m.sliding_window > 0 ? 1 : 0;
+  }
+  if (gemma) {
+    m.post_norms = true;
+    m.tied_output = true;  // Gemma has no lm_head
+    m.embedding_scale = std::sqrt(float(m.dim));
+    m.attention_scale =
+        float(1.0 / std::sqrt(c.number_or("query_pre_attn_scalar", double(m.head_dim))));
+    m.attn_softcap = float(c.number_or("attn_logit_softcapping", 0.0));
+    m.final_softcap = float(c.number_or("final_logit_softcapping", 0.0));
+    m.sliding_pattern = family == "gemma2" ? 2 : c.count_or("sliding_window_pattern", 6);
+    if (family == "gemma3") {
+      m.rope_theta_local = float(c.number_or("rope_local_base_freq", 10000.0));
+      // llama.cpp's gemma3 has five sliding layers to one global, with a local base of 10000;
+      // a folder that says otherwise would convert to a file llama.cpp runs differently.
+      if (m.sliding_pattern != 6 || m.rope_theta_local != 10000.0f)
+        throw FileError(c.path() + ": gemma3 with sliding_window_pattern " +
+                        std::to_string(m.sliding_pattern) + " and rope_local_base_freq " +
+                        std::to_string(m.rope_theta_local) +
+                        " is not supported (llama.cpp's layout: 6 and 10000)");
+    }
+  }
   try {
     read_rope_scaling(c, m);
   } catch (const std::invalid_argument& e) {
@@ -220,8 +275,10 @@ HfCheckpoint HfCheckpoint::open(const std::string& dir) {
   }
 
   const bool permute = c.architecture == "llama";
+  // Gemma's RMSNorm multiplies by (1 + weight); llama.cpp's files (and shrike) hold 1 + weight.
+  const bool gemma = c.architecture == "gemma2" || c.architecture == "gemma3";
   auto add = [&](const std::string& name, const std::string& hf_name,
-                 std::vector<int64_t> gguf_dims, int64_t permute_heads = 0) {
+                 std::vector<int64_t> gguf_dims, int64_t permute_heads = 0, bool plus_one = false) {
     const safetensors::Tensor& t = ck.weights_.get(hf_name);
     const std::string& file = ck.weights_.file_of(hf_name);
     const std::vector<int64_t> hf_shape(gguf_dims.rbegin(), gguf_dims.rend());
@@ -231,14 +288,18 @@ HfCheckpoint HfCheckpoint::open(const std::string& dir) {
     if (!t.type)
       throw FileError(file + ": tensor '" + hf_name + "' has dtype " + t.dtype +
                       " (supported: F32, F16, BF16)");
-    ck.tensors_.push_back({name, hf_name, *t.type, std::move(gguf_dims), permute_heads});
+    ck.tensors_.push_back({name, hf_name, plus_one ? DType::F32 : *t.type, std::move(gguf_dims),
+                           permute_heads, plus_one ? *t.type : DType::F32, plus_one});
+  };
+  auto norm = [&](const std::string& name, const std::string& hf_name, int64_t n) {
+    add(name, hf_name, {n}, 0, gemma);
   };
   const int64_t D = c.dim, F = c.ffn_dim, Q = c.q_dim(), KV = c.kv_dim();
   add("token_embd.weight", "model.embed_tokens.weight", {D, c.vocab_size});
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     const std::string h = "model.layers." + std::to_string(l) + ".";
-    add(p + "attn_norm.weight", h + "input_layernorm.weight", {D});
+    norm(p + "attn_norm.weight", h + "input_layernorm.weight", D);
     add(p + "attn_q.weight", h + "self_attn.q_proj.weight", {D, Q}, permute ? c.n_heads : 0);
     add(p + "attn_k.weight", h + "self_attn.k_proj.weight", {D, KV}, permute ? c.n_kv_heads : 0);
     add(p + "attn_v.weight", h + "self_attn.v_proj.weight", {D, KV});
@@ -247,13 +308,23 @@ HfCheckpoint HfCheckpoint::open(const std::string& dir) {
       add(p + "attn_k.bias", h + "self_attn.k_proj.bias", {KV});
       add(p + "attn_v.bias", h + "self_attn.v_proj.bias", {KV});
     }
+    if (c.qk_norm) {
+      norm(p + "attn_q_norm.weight", h + "self_attn.q_norm.weight", c.head_dim);
+      norm(p + "attn_k_norm.weight", h + "self_attn.k_norm.weight", c.head_dim);
+    }
     add(p + "attn_output.weight", h + "self_attn.o_proj.weight", {Q, D});
-    add(p + "ffn_norm.weight", h + "post_attention_layernorm.weight", {D});
+    if (c.post_norms) {  // Gemma: the norm Llama calls post_attention is the FFN's input norm
+      norm(p + "post_attention_norm.weight", h + "post_attention_layernorm.weight", D);
+      norm(p + "ffn_norm.weight", h + "pre_feedforward_layernorm.weight", D);
+    } else {
+      add(p + "ffn_norm.weight", h + "post_attention_layernorm.weight", {D});
+    }
     add(p + "ffn_gate.weight", h + "mlp.gate_proj.weight", {D, F});
     add(p + "ffn_up.weight", h + "mlp.up_proj.weight", {D, F});
     add(p + "ffn_down.weight", h + "mlp.down_proj.weight", {F, D});
+    if (c.post_norms) norm(p + "post_ffw_norm.weight", h + "post_feedforward_layernorm.weight", D);
   }
-  add("output_norm.weight", "model.norm.weight", {D});
+  norm("output_norm.weight", "model.norm.weight", D);
   if (!c.tied_output) add("output.weight", "lm_head.weight", {D, c.vocab_size});
   return ck;
 }
@@ -266,6 +337,14 @@ const HfCheckpoint::TensorInfo* HfCheckpoint::find(const std::string& gguf_name)
 
 const uint8_t* HfCheckpoint::data(const TensorInfo& t, std::vector<uint8_t>& scratch) const {
   const safetensors::Tensor& src = weights_.get(t.hf_name);
+  if (t.plus_one) {  // a Gemma norm: f32 of 1 + weight
+    const int64_t n = t.dims[0];
+    scratch.resize(size_t(n) * sizeof(float));
+    float* out = reinterpret_cast<float*>(scratch.data());
+    dequantize_row(t.file_type, src.data, out, n);
+    for (int64_t i = 0; i < n; ++i) out[i] += 1.0f;
+    return scratch.data();
+  }
   const size_t elem = size_t(dtype_block_bytes(t.type));
   const bool aligned = reinterpret_cast<uintptr_t>(src.data) % elem == 0;
   if (t.permute_heads == 0 && aligned) return src.data;

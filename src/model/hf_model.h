@@ -1,8 +1,8 @@
 // Hugging Face model folders (config.json + model.safetensors or sharded safetensors) for the
-// llama, mistral and qwen2 architectures, seen in GGUF terms: the configuration as a ModelConfig
-// and every tensor under its llama.cpp name and dimension order. Loading and `shrike convert`
-// share this view, so a folder loaded directly and the GGUF converted from it hold the same
-// weights bit for bit.
+// llama, mistral, qwen2, qwen3, gemma2 and gemma3 architectures, seen in GGUF terms: the
+// configuration as a ModelConfig and every tensor under its llama.cpp name and dimension order.
+// Loading and `shrike convert` share this view, so a folder loaded directly and the GGUF converted
+// from it hold the same weights bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +16,7 @@
 namespace shrike::gguf {
 class GgufFile;
 class GgufWriter;
-}
+}  // namespace shrike::gguf
 
 namespace shrike::model {
 
@@ -30,8 +30,10 @@ class HfCheckpoint {
     std::string name;     // GGUF name: "blk.0.attn_q.weight"
     std::string hf_name;  // "model.layers.0.self_attn.q_proj.weight"
     DType type = DType::F32;
-    std::vector<int64_t> dims;  // GGUF order: dims[0] is the contiguous one
-    int64_t permute_heads = 0;  // > 0: rows are reordered per head as described above
+    std::vector<int64_t> dims;     // GGUF order: dims[0] is the contiguous one
+    int64_t permute_heads = 0;     // > 0: rows are reordered per head as described above
+    DType file_type = DType::F32;  // with plus_one: the type in the safetensors file
+    bool plus_one = false;         // a Gemma norm weight: read as f32 of 1 + the stored value
   };
 
   // Reads dir/config.json and opens the weights; checks every tensor the configuration implies

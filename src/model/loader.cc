@@ -1,5 +1,6 @@
 // Model files -> Model: GGUF (any supported weight type) and llama2.c .bin (f32). Every shape is
 // checked against the configuration before a byte of tensor data is read.
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -102,9 +103,10 @@ ModelConfig config_from_gguf(const gguf::GgufFile& f) {
   ModelConfig c;
   c.architecture = f.get_string("general.architecture");
   const std::string& a = c.architecture;
-  if (a != "llama" && a != "qwen2" && a != "mistral")
+  if (a != "llama" && a != "qwen2" && a != "mistral" && a != "qwen3" && a != "gemma2" &&
+      a != "gemma3")
     throw FileError(path + ": unsupported architecture '" + a +
-                    "' (supported: llama, qwen2, mistral)");
+                    "' (supported: llama, mistral, qwen2, qwen3, gemma2, gemma3)");
   auto key = [&](const char* suffix) { return a + "." + suffix; };
   auto count = [&](const char* suffix) {
     const uint64_t v = f.get_uint(key(suffix));
@@ -124,12 +126,47 @@ ModelConfig config_from_gguf(const gguf::GgufFile& f) {
   c.rms_eps = float(f.get_float_or(key("attention.layer_norm_rms_epsilon"), 1e-5));
   c.rope_theta = float(f.get_float_or(key("rope.freq_base"), 10000.0));
   c.rope_dims = f.has(key("rope.dimension_count")) ? count("rope.dimension_count") : c.head_dim;
-  c.rope_layout = a == "qwen2" ? kernels::RopeLayout::NeoX : kernels::RopeLayout::Adjacent;
+  const bool gemma = a == "gemma2" || a == "gemma3";
+  // llama.cpp rotates these architectures' pairs as halves of each head (NeoX); llama and
+  // mistral files hold q/k rows permuted to adjacent pairs.
+  c.rope_layout = a == "qwen2" || a == "qwen3" || gemma ? kernels::RopeLayout::NeoX
+                                                        : kernels::RopeLayout::Adjacent;
   c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
+  c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
   c.tied_output = f.find_tensor("output.weight") == nullptr;
   c.bos_id = int32_t(f.get_uint_or("tokenizer.ggml.bos_token_id", 1));
   c.eos_id = int32_t(f.get_uint_or("tokenizer.ggml.eos_token_id", 2));
-  c.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", a != "qwen2");
+  c.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", a != "qwen2" && a != "qwen3");
+  if (f.has(key("rope.scaling.type"))) {
+    const std::string type = f.get_string(key("rope.scaling.type"));
+    const double factor = f.get_float_or(key("rope.scaling.factor"), 1.0);
+    if (type == "linear") {
+      if (!(factor >= 1 && factor < 1e6))
+        throw FileError(path + ": metadata '" + key("rope.scaling.factor") + "' must be >= 1");
+      c.rope_freq_scale = float(1.0 / factor);
+    } else if (type != "none") {
+      throw FileError(path + ": rope scaling type '" + type + "' is not supported (linear)");
+    }
+  }
+  if (gemma) {
+    // What llama.cpp's gemma2 / gemma3 graphs do without keys for it: embeddings times
+    // sqrt(dim), GeGLU, norms after attention and FFN, every other (gemma2) or five of six
+    // (gemma3) layers sliding, the 27B models' attention scale from dim / heads.
+    c.post_norms = true;
+    c.ffn_activation = FfnActivation::GeluTanh;
+    c.embedding_scale = std::sqrt(float(c.dim));
+    c.sliding_pattern = a == "gemma2" ? 2 : 6;
+    c.sliding_window = f.has(key("attention.sliding_window")) ? count("attention.sliding_window")
+                                                              : (a == "gemma2" ? 4096 : 0);
+    if (a == "gemma3") c.rope_theta_local = 10000.0f;
+    if ((a == "gemma2" && c.n_layers == 46) || (a == "gemma3" && c.n_layers == 62))
+      c.attention_scale = 1.0f / std::sqrt(float(c.dim / c.n_heads));
+    c.attn_softcap = float(f.get_float_or(key("attn_logit_softcapping"), 0.0));
+    c.final_softcap = float(f.get_float_or(key("final_logit_softcapping"), 0.0));
+  } else if (f.has(key("attention.sliding_window"))) {
+    c.sliding_window = count("attention.sliding_window");
+    c.sliding_pattern = c.sliding_window > 0 ? 1 : 0;
+  }
 
   // Llama-3 rope scaling lives in a tensor, not a key: part of the configuration all the same,
   // so every reader of the file (inference, training, pruning) rotates alike.
@@ -176,6 +213,22 @@ void add_config_to_gguf(const ModelConfig& c, gguf::GgufWriter& w) {
   if (!c.rope_freq_factors.empty())
     w.add_tensor("rope_freqs.weight", DType::F32, {int64_t(c.rope_freq_factors.size())},
                  c.rope_freq_factors.data(), c.rope_freq_factors.size() * sizeof(float));
+  if (c.rope_freq_scale != 1.0f) {
+    w.set_string(a + ".rope.scaling.type", "linear");
+    w.set_float32(a + ".rope.scaling.factor", 1.0f / c.rope_freq_scale);
+  }
+  if (c.sliding_window > 0)
+    w.set_uint32(a + ".attention.sliding_window", uint32_t(c.sliding_window));
+  if (c.attn_softcap > 0) w.set_float32(a + ".attn_logit_softcapping", c.attn_softcap);
+  if (c.final_softcap > 0) w.set_float32(a + ".final_logit_softcapping", c.final_softcap);
+  // The rest of Gemma's and Qwen3's departures follow from the architecture name and the
+  // tensors present (config_from_gguf); a configuration that has them under another name
+  // could not be read back the same, so it is refused.
+  const bool gemma = a == "gemma2" || a == "gemma3";
+  if (!gemma && (c.post_norms || c.ffn_activation != FfnActivation::Silu ||
+                 c.embedding_scale != 1.0f || c.rope_theta_local > 0 || c.attn_softcap > 0 ||
+                 c.final_softcap > 0 || c.sliding_pattern > 1))
+    throw std::invalid_argument("a " + a + " GGUF cannot describe " + c.departures());
 }
 
 namespace {
@@ -273,6 +326,14 @@ ModelWeights bind_weights(const ModelConfig& c, const WeightSource& t) {
       lw.bq = t.vector(p + "attn_q.bias", c.q_dim());
       lw.bk = t.vector(p + "attn_k.bias", c.kv_dim());
       lw.bv = t.vector(p + "attn_v.bias", c.kv_dim());
+    }
+    if (c.qk_norm) {
+      lw.q_norm = t.vector(p + "attn_q_norm.weight", c.head_dim);
+      lw.k_norm = t.vector(p + "attn_k_norm.weight", c.head_dim);
+    }
+    if (c.post_norms) {
+      lw.attn_post_norm = t.vector(p + "post_attention_norm.weight", c.dim);
+      lw.ffn_post_norm = t.vector(p + "post_ffw_norm.weight", c.dim);
     }
     lw.ffn_norm = t.vector(p + "ffn_norm.weight", c.dim);
     lw.w_gate = t.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);

@@ -1,5 +1,7 @@
 // The Llama-family forward pass (pre-norm decoder blocks: RMSNorm -> attention with RoPE and
-// grouped-query heads -> residual; RMSNorm -> SwiGLU FFN -> residual).
+// grouped-query heads -> residual; RMSNorm -> SwiGLU FFN -> residual), with the departures of
+// Qwen3 and Gemma 2 / 3 (q/k norms, post norms, GeGLU, soft-capping, sliding windows) where the
+// configuration asks for them.
 #include "model/model.h"
 
 #include <chrono>
@@ -119,7 +121,10 @@ size_t Model::decode_weight_bytes() const {
     for (const auto* m :
          {&l.wq, &l.wk, &l.wv, &l.wqkv, &l.wo, &l.w_gate, &l.w_up, &l.w_gate_up, &l.w_down})
       bytes += m->weight_bytes();
-    bytes += (l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size()) * 4;
+    bytes +=
+        (l.attn_norm.size() + l.ffn_norm.size() + l.bq.size() + l.bk.size() + l.bv.size() +
+         l.q_norm.size() + l.k_norm.size() + l.attn_post_norm.size() + l.ffn_post_norm.size()) *
+        4;
   }
   return bytes + weights_.output_norm.size() * 4;
 }
@@ -135,6 +140,8 @@ int64_t Model::parameter_count() const {
   int64_t per_layer =
       2 * c.dim + c.q_dim() * c.dim * 2 + c.kv_dim() * c.dim * 2 + 3 * c.ffn_dim * c.dim;
   if (c.qkv_bias) per_layer += c.q_dim() + 2 * c.kv_dim();
+  if (c.qk_norm) per_layer += 2 * c.head_dim;
+  if (c.post_norms) per_layer += 2 * c.dim;
   int64_t total = c.n_layers * per_layer + c.dim + c.vocab_size * c.dim;
   if (!c.tied_output) total += c.vocab_size * c.dim;
   return total;
@@ -165,6 +172,7 @@ void Model::ensure_scratch(ForwardScratch& scratch, int64_t n) const {
   resize(scratch.gate, un * size_t(c.ffn_dim));
   resize(scratch.up, un * size_t(c.ffn_dim));
   resize(scratch.rope_table, un * size_t(c.rope_dims));
+  if (c.rope_theta_local > 0) resize(scratch.rope_table_local, un * size_t(c.rope_dims));
   if (scratch.position.size() < un) scratch.position.resize(un);
   if (scratch.sequence.size() < un) scratch.sequence.resize(un);
 }
@@ -228,10 +236,16 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
   // Rotation angles for these positions (model/rope.h, shared with the trainer).
   for_each_token(n, pool, [&](int64_t t) {
     rope_cos_sin(scratch.rope_table.data() + t * c.rope_dims, position[t], c.rope_theta,
-                 c.rope_dims, c.rope_freq_factors);
+                 c.rope_dims, c.rope_freq_factors, c.rope_freq_scale);
+    // Sliding layers of Gemma 3 rotate with their own base and no scaling (as llama.cpp).
+    if (c.rope_theta_local > 0)
+      rope_cos_sin(scratch.rope_table_local.data() + t * c.rope_dims, position[t],
+                   c.rope_theta_local, c.rope_dims, {}, 1.0f);
     const BatchSequence& s = seqs[sequence[t]];
-    weights_.token_embedding.dequantize_row(s.tokens[position[t] - s.pos0],
-                                            scratch.x.data() + t * c.dim);
+    float* xt = scratch.x.data() + t * c.dim;
+    weights_.token_embedding.dequantize_row(s.tokens[position[t] - s.pos0], xt);
+    if (c.embedding_scale != 1.0f)
+      for (int64_t i = 0; i < c.dim; ++i) xt[i] *= c.embedding_scale;
   });
 
   timer.mark(OpProfile::kEmbed);
@@ -250,6 +264,11 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
   scratch.normed.prepare(scratch.x.data(), position, n_logits, weights_.output_norm.data(), c.dim,
                          c.rms_eps, output_matrix().type(), pool);
   kernels::matmul(output_matrix(), scratch.normed, logits, pool, opt.matmul);
+  if (c.final_softcap > 0) {
+    const float cap = c.final_softcap;
+    for (int64_t i = 0; i < n_logits * c.vocab_size; ++i)
+      logits[i] = cap * std::tanh(logits[i] / cap);
+  }
   timer.mark(OpProfile::kLogits);
 }
 
@@ -267,6 +286,7 @@ void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs,
   const int32_t* sequence = scratch.sequence.data();
 
   const bool fused = w.wqkv.rows() > 0;
+  const bool sliding = c.is_sliding(layer);
   kernels::NormedInput& normed = scratch.normed;
   normed.prepare(x, nullptr, n, w.attn_norm.data(), c.dim, c.rms_eps,
                  fused ? w.wqkv.type() : normed_type({&w.wq, &w.wk, &w.wv}), pool);
@@ -296,21 +316,32 @@ void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs,
       add_in_place(kt, w.bk.data(), c.kv_dim());
       add_in_place(vt, w.bv.data(), c.kv_dim());
     }
-    const float* cs = scratch.rope_table.data() + t * c.rope_dims;
+    if (c.qk_norm) {  // each head normalised on its own, before the rotation
+      for (int64_t h = 0; h < c.n_heads; ++h)
+        kernels::rmsnorm(qt + h * c.head_dim, qt + h * c.head_dim, w.q_norm.data(), c.head_dim,
+                         c.rms_eps);
+      for (int64_t h = 0; h < c.n_kv_heads; ++h)
+        kernels::rmsnorm(kt + h * c.head_dim, kt + h * c.head_dim, w.k_norm.data(), c.head_dim,
+                         c.rms_eps);
+    }
+    const float* cs = (sliding && c.rope_theta_local > 0 ? scratch.rope_table_local.data()
+                                                         : scratch.rope_table.data()) +
+                      t * c.rope_dims;
     kernels::rope(qt, c.n_heads, c.head_dim, c.rope_dims, cs, c.rope_layout);
     kernels::rope(kt, c.n_kv_heads, c.head_dim, c.rope_dims, cs, c.rope_layout);
     seqs[sequence[t]].kv->store(layer, position[t], kt, vt);
   });
   timer.mark(OpProfile::kRopeStore);
 
-  const float scale = 1.0f / std::sqrt(float(c.head_dim));
+  const float scale = c.attention_scale_or_default();
   auto& jobs = scratch.jobs;
   jobs.clear();
   for (int64_t i = 0, t = 0; i < n_seqs; t += seqs[i].n_tokens, ++i) {
     const BatchSequence& s = seqs[i];
     if (s.n_tokens == 0) continue;
-    const kernels::AttentionShape shape{s.n_tokens,   s.pos0,     c.n_heads,
-                                        c.n_kv_heads, c.head_dim, scale};
+    const kernels::AttentionShape shape{
+        s.n_tokens, s.pos0, c.n_heads,      c.n_kv_heads,
+        c.head_dim, scale,  c.attn_softcap, sliding ? c.sliding_window : 0};
     const kv::WeightSums sums = s.kv->attention_weight_sums(layer);
     jobs.push_back({shape, q + t * c.q_dim(), s.kv->keys(layer), s.kv->values(layer),
                     scratch.att.data() + t * c.q_dim(), sums.data, sums.stride, sums.index});
@@ -319,6 +350,10 @@ void Model::attention_block(int64_t layer, int64_t n, const BatchSequence* seqs,
   timer.mark(OpProfile::kAttention);
 
   kernels::matmul(w.wo, scratch.att.data(), n, xn, pool, mm);
+  if (c.post_norms)
+    for_each_token(n, pool, [&](int64_t t) {
+      kernels::rmsnorm(xn + t * c.dim, xn + t * c.dim, w.attn_post_norm.data(), c.dim, c.rms_eps);
+    });
   timer.mark(OpProfile::kAttnOut);
   add_in_place(x, xn, n * c.dim);
   timer.mark(OpProfile::kResidual);
@@ -348,10 +383,17 @@ void Model::ffn_block(int64_t layer, int64_t n, ThreadPool& pool, ForwardScratch
   for_each_token(n, pool, [&](int64_t t) {
     const float* g = fused ? scratch.gate_up.data() + t * 2 * c.ffn_dim : gate + t * c.ffn_dim;
     const float* u = fused ? g + c.ffn_dim : up + t * c.ffn_dim;
-    kernels::silu_mul(gate + t * c.ffn_dim, g, u, c.ffn_dim);
+    if (c.ffn_activation == FfnActivation::GeluTanh)
+      kernels::gelu_mul(gate + t * c.ffn_dim, g, u, c.ffn_dim);
+    else
+      kernels::silu_mul(gate + t * c.ffn_dim, g, u, c.ffn_dim);
   });
   timer.mark(OpProfile::kSiluMul);
   kernels::matmul(w.w_down, gate, n, xn, pool, mm);
+  if (c.post_norms)
+    for_each_token(n, pool, [&](int64_t t) {
+      kernels::rmsnorm(xn + t * c.dim, xn + t * c.dim, w.ffn_post_norm.data(), c.dim, c.rms_eps);
+    });
   timer.mark(OpProfile::kDown);
   add_in_place(x, xn, n * c.dim);
   timer.mark(OpProfile::kResidual);

@@ -21,11 +21,13 @@ class GgufWriter;
 namespace shrike::model {
 
 struct LayerWeights {
-  std::vector<float> attn_norm;                // [dim]
-  kernels::PackedMatrix wq, wk, wv, wo;        // [q_dim][dim], [kv_dim][dim] x2, [dim][q_dim]
-  std::vector<float> bq, bk, bv;               // Qwen2 biases; empty otherwise
-  std::vector<float> ffn_norm;                 // [dim]
-  kernels::PackedMatrix w_gate, w_up, w_down;  // [ffn][dim], [ffn][dim], [dim][ffn]
+  std::vector<float> attn_norm;                      // [dim]
+  kernels::PackedMatrix wq, wk, wv, wo;              // [q_dim][dim], [kv_dim][dim] x2, [dim][q_dim]
+  std::vector<float> bq, bk, bv;                     // Qwen2 biases; empty otherwise
+  std::vector<float> q_norm, k_norm;                 // [head_dim] each, with config.qk_norm
+  std::vector<float> attn_post_norm, ffn_post_norm;  // [dim] each, with config.post_norms
+  std::vector<float> ffn_norm;                       // [dim]
+  kernels::PackedMatrix w_gate, w_up, w_down;        // [ffn][dim], [ffn][dim], [dim][ffn]
   // Fused products (fuse_projections): Q, K and V stacked into [q_dim + 2 kv_dim][dim], gate and
   // up into [2 ffn][dim]. Where a fused matrix exists its parts above are empty: one product
   // (one pass over the normalised activations, one activation quantisation, one pool wake-up)
@@ -77,8 +79,9 @@ struct ForwardScratch {
   std::vector<float> x, xn, q, k, v, att, gate, up;
   std::vector<float> qkv, gate_up;  // the fused products' outputs, [n][q|k|v] and [n][gate|up]
   std::vector<float> rope_table;    // [n_tokens][rope_dims/2][cos, sin] for this call's positions
-  std::vector<int64_t> position;    // per token of the batch
-  std::vector<int32_t> sequence;    // per token: index of its sequence in the batch
+  std::vector<float> rope_table_local;  // the same for sliding layers' own rope base
+  std::vector<int64_t> position;        // per token of the batch
+  std::vector<int32_t> sequence;        // per token: index of its sequence in the batch
   std::vector<kernels::AttentionJob> jobs;
   // A norm's output as the next products read it (RMSNorm fused with activation quantisation).
   kernels::NormedInput normed;

@@ -50,6 +50,13 @@ void add_ones(gguf::GgufWriter& w, const std::string& name, int64_t n) {
   w.add_tensor(name, DType::F32, {n}, ones.data(), ones.size() * 4);
 }
 
+// Norm weights 1 +- 0.25, so that a norm applied in the wrong place shows in the logits.
+void add_norm(gguf::GgufWriter& w, const std::string& name, int64_t n, Rng& rng) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = 1.0f + 0.25f * rng.symmetric();
+  w.add_tensor(name, DType::F32, {n}, v.data(), v.size() * 4);
+}
+
 // A SentencePiece-style vocabulary of exactly n pieces: <unk>, <s>, </s>, the 256 byte pieces,
 // then made-up lowercase words with and without the word-start mark, scored by length so that
 // the tokenizer merges them.
@@ -192,20 +199,41 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
   c.n_layers = opt.n_layers;
   c.n_heads = opt.n_heads;
   c.n_kv_heads = opt.n_kv_heads;
-  c.head_dim = opt.n_heads > 0 && opt.dim % opt.n_heads == 0 ? opt.dim / opt.n_heads : 0;
+  c.head_dim = opt.head_dim > 0                                ? opt.head_dim
+               : opt.n_heads > 0 && opt.dim % opt.n_heads == 0 ? opt.dim / opt.n_heads
+                                                               : 0;
   c.rope_dims = c.head_dim;
   c.ffn_dim = opt.ffn_dim;
   c.vocab_size = opt.vocab;
   c.context_length = opt.context_length;
-  if (opt.arch != "llama" && opt.arch != "qwen2")
-    throw std::invalid_argument("synth: --arch must be llama or qwen2");
-  c.architecture = opt.arch;
-  c.qkv_bias = opt.arch == "qwen2";
+  const std::string& a = opt.arch;
+  if (a != "llama" && a != "qwen2" && a != "qwen3" && a != "gemma2" && a != "gemma3")
+    throw std::invalid_argument("synth: --arch must be llama, qwen2, qwen3, gemma2 or gemma3");
+  c.architecture = a;
+  c.qkv_bias = a == "qwen2";
   c.rope_theta = opt.rope_theta;
+  const bool gemma = a == "gemma2" || a == "gemma3";
+  const bool random_norms = a == "qwen3" || gemma;
+  // The features the file's architecture implies (config_from_gguf reads them back the same).
+  c.qk_norm = a == "qwen3" || a == "gemma3";
+  if (gemma) {
+    c.post_norms = true;
+    c.ffn_activation = FfnActivation::GeluTanh;
+    c.embedding_scale = std::sqrt(float(c.dim));
+    c.sliding_pattern = a == "gemma2" ? 2 : 6;
+    c.sliding_window = opt.sliding_window > 0 ? opt.sliding_window : (a == "gemma2" ? 4096 : 512);
+    if (a == "gemma2") {
+      c.attn_softcap = 50.0f;
+      c.final_softcap = 30.0f;
+    } else {
+      c.rope_theta_local = 10000.0f;
+    }
+  }
+  if (opt.rope_linear_factor > 0) c.rope_freq_scale = 1.0f / opt.rope_linear_factor;
   if (opt.llama3_factor > 0)
     c.rope_freq_factors = llama3_rope_factors(c.rope_dims, c.rope_theta, opt.llama3_factor, 1.0f,
                                               4.0f, opt.llama3_original);
-  if (opt.n_heads <= 0 || opt.dim % opt.n_heads != 0)
+  if (opt.n_heads <= 0 || (opt.head_dim <= 0 && opt.dim % opt.n_heads != 0))
     throw std::invalid_argument("synth: --dim must be a multiple of --heads");
   const int64_t block = dtype_block_elems(opt.type);
   if (opt.dim % block != 0 || opt.ffn_dim % block != 0)
@@ -241,10 +269,19 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
 
   Rng rng(opt.seed);
   const float sd = 0.02f;
-  add_matrix(w, "token_embd.weight", c.vocab_size, c.dim, opt.type, 1.0f, rng);
+  // Gemma scales embeddings by sqrt(dim) and ties its output to them: rows of norm ~1 keep
+  // both the residual stream and the logits at the real models' scale.
+  add_matrix(w, "token_embd.weight", c.vocab_size, c.dim, opt.type,
+             gemma ? 1.0f / std::sqrt(float(c.dim)) : 1.0f, rng);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    add_ones(w, p + "attn_norm.weight", c.dim);
+    auto norm = [&](const std::string& name, int64_t n) {
+      if (random_norms)
+        add_norm(w, p + name, n, rng);
+      else
+        add_ones(w, p + name, n);
+    };
+    norm("attn_norm.weight", c.dim);
     add_matrix(w, p + "attn_q.weight", c.q_dim(), c.dim, opt.type, sd, rng);
     add_matrix(w, p + "attn_k.weight", c.kv_dim(), c.dim, opt.type, sd, rng);
     add_matrix(w, p + "attn_v.weight", c.kv_dim(), c.dim, opt.type, sd, rng);
@@ -254,13 +291,23 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
       add_matrix(w, p + "attn_k.bias", 1, c.kv_dim(), DType::F32, 10 * sd, rng, true);
       add_matrix(w, p + "attn_v.bias", 1, c.kv_dim(), DType::F32, 10 * sd, rng, true);
     }
-    add_ones(w, p + "ffn_norm.weight", c.dim);
+    if (c.qk_norm) {
+      norm("attn_q_norm.weight", c.head_dim);
+      norm("attn_k_norm.weight", c.head_dim);
+    }
+    if (c.post_norms) norm("post_attention_norm.weight", c.dim);
+    norm("ffn_norm.weight", c.dim);
     add_matrix(w, p + "ffn_gate.weight", c.ffn_dim, c.dim, opt.type, sd, rng);
     add_matrix(w, p + "ffn_up.weight", c.ffn_dim, c.dim, opt.type, sd, rng);
     add_matrix(w, p + "ffn_down.weight", c.dim, c.ffn_dim, opt.type, sd, rng);
+    if (c.post_norms) norm("post_ffw_norm.weight", c.dim);
   }
-  add_ones(w, "output_norm.weight", c.dim);
-  if (!opt.tied_output) add_matrix(w, "output.weight", c.vocab_size, c.dim, opt.type, sd, rng);
+  if (random_norms)
+    add_norm(w, "output_norm.weight", c.dim, rng);
+  else
+    add_ones(w, "output_norm.weight", c.dim);
+  if (!opt.tied_output && !gemma)
+    add_matrix(w, "output.weight", c.vocab_size, c.dim, opt.type, sd, rng);
   w.write(path);
 }
 

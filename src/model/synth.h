@@ -16,8 +16,14 @@ struct SynthOptions {
   uint64_t seed = 1;
   bool tied_output = false;
   // "llama", or "qwen2" (NeoX rotary, q/k/v biases drawn like the weights but 10x larger so that
-  // they matter).
+  // they matter), "qwen3" (q/k norms), "gemma2" (post norms, GeGLU, soft-capping, every other
+  // layer sliding) or "gemma3" (q/k norms, post norms, GeGLU, five of six layers sliding with a
+  // local rope base). The new architectures draw their norm weights around 1 (so that a norm in
+  // the wrong place changes the logits) and are always tied (gemma) or as asked (qwen3).
   std::string arch = "llama";
+  int64_t head_dim = 0;          // 0: dim / heads
+  int64_t sliding_window = 0;    // gemma: 0 takes the real models' (4096 / 512)
+  float rope_linear_factor = 0;  // > 0: linear rope scaling (gemma3's global layers)
   float rope_theta = 10000.0f;
   // > 0: Llama-3 rope scaling with this factor (low/high frequency factors 1 and 4) over an
   // original context of llama3_original positions, stored as rope_freqs.weight.

@@ -63,6 +63,13 @@ void TokenBatch::add(const std::vector<int32_t>& seq, const std::vector<int32_t>
 template <class T>
 Transformer<T>::Transformer(model::ModelConfig config)
     : config_(std::move(config)), layout_(param_layout(config_)) {
+  // The trainer's block is Llama's (with Qwen2's biases); training any other would silently
+  // drop what it does not know.
+  if (!config_.plain_llama_block())
+    throw std::invalid_argument(config_.architecture +
+                                " models cannot be trained, pruned or "
+                                "distilled here yet (the trainer lacks " +
+                                config_.departures() + "); inference and quantisation work");
   params_.assign(size_t(param_count(layout_)), T(0));
   for (size_t i = 0; i < layout_.size(); ++i)
     if (layout_[i].name.ends_with(".attn_norm.weight")) layer_first_.push_back(i);

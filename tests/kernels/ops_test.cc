@@ -232,7 +232,8 @@ void make_rows(TestRows& r, Rows kind, std::vector<float> mem, int64_t n_pos, in
 // int8: the reference runs on f32 rows holding q * scale (and the f16 copies' values); the SIMD
 // kernels scale each finished dot product and each row's weight instead (a rounding more per
 // row, well inside the f32 tolerance).
-void check_attention_against_reference(Rows kind) {
+// softcap / window: Gemma's capped scores and sliding windows, on every case as well.
+void check_attention_against_reference(Rows kind, float softcap = 0.0f, int64_t window = 0) {
   struct C {
     int64_t n_tokens, pos0, n_heads, n_kv, head_dim, block_size;
   };
@@ -259,7 +260,8 @@ void check_attention_against_reference(Rows kind) {
                                   {c.head_dim, c.block_size * c.head_dim + 1}};
     const auto q = randn(size_t(c.n_tokens * dim), rng);
     const AttentionShape s{c.n_tokens, c.pos0,     c.n_heads,
-                           c.n_kv,     c.head_dim, 1.0f / std::sqrt(float(c.head_dim))};
+                           c.n_kv,     c.head_dim, 1.0f / std::sqrt(float(c.head_dim)),
+                           softcap,    window};
     for (const auto& stride : strides) {
       // Named copies, not a structured binding: clang 14 (the sanitizer build) cannot capture
       // a binding in the lambda below.
@@ -297,6 +299,55 @@ void check_attention_against_reference(Rows kind) {
 
 TEST(Ops, AttentionMatchesReference) {
   check_attention_against_reference(Rows::F32);
+}
+
+TEST(Ops, SlidingWindowAndSoftCappedAttentionMatchReference) {
+  for (const int64_t window : {1, 5, 16}) check_attention_against_reference(Rows::F32, 0, window);
+  check_attention_against_reference(Rows::F32, 2.0f, 0);
+  check_attention_against_reference(Rows::F16, 3.0f, 7);
+  check_attention_against_reference(Rows::Int8Copies, 3.0f, 7);
+}
+
+// The reference's window and cap against a direct reading of their definitions (Gemma 2 in
+// transformers: scores capped at cap * tanh(s / cap); a key k is visible to the query at q when
+// q - k < window): contiguous f32 rows, one kv head.
+TEST(Ops, ReferenceWindowAndSoftcapFollowTheirDefinitions) {
+  const int64_t n_pos = 23, hd = 8, window = 6;
+  const float cap = 1.5f, scale = 0.7f;
+  std::mt19937 rng(9);
+  const auto kmem = randn(size_t(n_pos * hd), rng, 2.0f);
+  const auto vmem = randn(size_t(n_pos * hd), rng, 2.0f);
+  const auto q = randn(size_t(n_pos * hd), rng);
+  const float* kb = kmem.data();
+  const float* vb = vmem.data();
+  KvRows k, v;
+  k.blocks = &kb;
+  v.blocks = &vb;
+  k.block_size = v.block_size = n_pos;
+  k.row_stride = v.row_stride = hd;
+  k.head_stride = v.head_stride = hd;
+  const AttentionShape s{n_pos, 0, 1, 1, hd, scale, cap, window};
+  std::vector<float> got(size_t(n_pos * hd));
+  reference::attention(s, q.data(), k, v, got.data());
+  for (int64_t t = 0; t < n_pos; ++t) {
+    std::vector<double> w;
+    double sum = 0;
+    const int64_t first = std::max<int64_t>(0, t - window + 1);
+    for (int64_t p = first; p <= t; ++p) {
+      double dot = 0;
+      for (int64_t i = 0; i < hd; ++i)
+        dot += double(q[size_t(t * hd + i)]) * kmem[size_t(p * hd + i)];
+      const double capped = cap * std::tanh(dot * scale / cap);
+      w.push_back(std::exp(capped));
+      sum += w.back();
+    }
+    for (int64_t i = 0; i < hd; ++i) {
+      double o = 0;
+      for (int64_t p = first; p <= t; ++p)
+        o += w[size_t(p - first)] / sum * vmem[size_t(p * hd + i)];
+      ASSERT_NEAR(got[size_t(t * hd + i)], o, 1e-5) << "t=" << t << " i=" << i;
+    }
+  }
 }
 
 TEST(Ops, AttentionOnF16RowsMatchesReferenceOnTheRoundedValues) {
