@@ -9,13 +9,16 @@
 # Each *_DIR holds include/, ggml/include/ and build/bin/libllama.so (BUILD_SHARED_LIBS=ON).
 # Architectures llama.cpp's build does not know (qwen3 and gemma3 are newer than c392e5094) run
 # on ik_llama.cpp when IK_LLAMA_DIR is given, and are skipped with a note otherwise.
-# Environment: ARCHS (default "llama qwen2 qwen3 gemma2 gemma3"), TOKENS (default 64).
+# Environment: ARCHS (default "llama mistral qwen2 qwen3 gemma2 gemma3 phi3"), TOKENS (default
+# 64).
+# mistral: llama.cpp runs Mistral files as llama and ignores their sliding window, so the row is
+# Mistral-7B-v0.2's shape (no window); shrike's window is tested in tests/model/hf_arch_test.cc.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 llama=$(cd "${1:?usage: arch_crosscheck.sh LLAMA_CPP_DIR [IK_LLAMA_DIR] [OUT_DIR]}" && pwd)
 ik=${2:+$(cd "$2" && pwd)}
 out=${3:-runs/arch_crosscheck}
-archs=${ARCHS:-"llama qwen2 qwen3 gemma2 gemma3"}
+archs=${ARCHS:-"llama mistral qwen2 qwen3 gemma2 gemma3 phi3"}
 ntok=${TOKENS:-64}
 mkdir -p "$out"
 [ -x build/shrike ] || scripts/build.sh
@@ -45,6 +48,8 @@ for arch in $archs; do
     llama) flags=(--vocab 128256 --vocab-type llama-bpe --tied --rope-theta 500000
                   --llama3-rope-factor 32 --llama3-rope-original 64 --layers 3)
            what="Llama-3 rope scaling, GQA" ;;
+    mistral) flags=(--vocab 32000 --vocab-type spm --layers 3 --rope-theta 1000000)
+             what="SentencePiece 32k, untied output" ;;
     qwen2) flags=(--vocab 151936 --vocab-type qwen2 --tied --layers 3)
            what="q/k/v biases, NeoX rope" ;;
     qwen3) flags=(--vocab 151936 --vocab-type qwen2 --tied --layers 3 --head-dim 32
@@ -56,16 +61,22 @@ for arch in $archs; do
     gemma3) flags=(--vocab 262144 --layers 8 --head-dim 32 --sliding-window 16
                    --rope-theta 1000000 --rope-linear-factor 8)
             what="q/k norms, 5 of 6 layers sliding (16) at rope base 1e4, linear rope x8" ;;
+    # The real Phi-3 vocabulary where ../shared has it: llama.cpp looks its special tokens up.
+    phi3) flags=(--vocab-from ../shared/reference/tokenizers/ggml-vocab-phi-3.gguf --layers 3
+                 --sliding-window 16)
+          what="fused q/k/v and gate/up, every layer sliding (16)" ;;
     *) echo "unknown architecture $arch" >&2; exit 2 ;;
   esac
   peer=llama.cpp
-  if ! knows "$llama" "$arch"; then
+  synth_arch=$arch
+  [ "$arch" = mistral ] && synth_arch=llama
+  if ! knows "$llama" "$synth_arch"; then
     if [ -n "$ik" ] && knows "$ik" "$arch"; then peer=ik_llama.cpp; else
       echo "| $arch | | | none: llama.cpp at $(git -C "$llama" rev-parse --short HEAD 2>/dev/null) does not know it | | | | |"
       continue
     fi
   fi
-  build/shrike synth --arch "$arch" --dim 64 --heads 4 --kv-heads 2 --ffn 128 --context 512 \
+  build/shrike synth --arch "$synth_arch" --dim 64 --heads 4 --kv-heads 2 --ffn 128 --context 512 \
     --type f32 --seed 5 "${flags[@]}" -o "$out/$arch-synth.gguf" >"$out/$arch.log" 2>&1
   rm -rf "$out/$arch-hf"
   build/shrike export-hf "$out/$arch-synth.gguf" -o "$out/$arch-hf" --type f32 >>"$out/$arch.log" 2>&1

@@ -30,12 +30,14 @@ Runner add_synth(CLI::App& app) {
   app.add_option("--seed", o->seed, "random seed");
   app.add_flag("--tied", o->tied_output, "tie the output matrix to the token embedding");
   app.add_option("--arch", o->arch,
-                 "llama, qwen2 (NeoX rotary, q/k/v biases), qwen3 (q/k norms), gemma2 or gemma3")
-      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "gemma2", "gemma3"}));
+                 "llama, qwen2 (NeoX rotary, q/k/v biases), qwen3 (q/k norms), gemma2, gemma3 or "
+                 "phi3 (fused q/k/v and gate/up, every layer sliding)")
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3"}));
   app.add_option("--head-dim", o->head_dim, "head dimension (default dim / heads)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--sliding-window", o->sliding_window,
-                 "gemma: the sliding layers' window (default the real models': 4096 / 512)")
+  app.add_option(
+         "--sliding-window", o->sliding_window,
+         "gemma, phi3: the sliding layers' window (default the real models': 4096 / 512 / 2047)")
       ->check(CLI::PositiveNumber);
   app.add_option("--rope-linear-factor", o->rope_linear_factor, "linear rope scaling factor")
       ->check(CLI::PositiveNumber);

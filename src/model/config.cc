@@ -63,6 +63,7 @@ std::string ModelConfig::departures() const {
   add(sliding_window > 0 && sliding_pattern > 0, "sliding-window attention");
   add(rope_theta_local > 0, "local rope base");
   add(rope_freq_scale != 1.0f, "linear rope scaling");
+  add(fused_qkv_ffn(), "Phi-3's fused q/k/v and gate/up tensors");
   return s;
 }
 

@@ -59,6 +59,8 @@ struct ModelConfig {
     return sliding_pattern == 1 || layer % sliding_pattern != sliding_pattern - 1;
   }
   float attention_scale_or_default() const;
+  // Phi-3 files hold q/k/v as one matrix (attn_qkv) and gate/up as one (ffn_up, 2 x ffn rows).
+  bool fused_qkv_ffn() const { return architecture == "phi3"; }
   // True when none of the departures above is used: the block the trainer, the pruner and
   // export-hf implement. The others refuse a model where this is false, naming the feature.
   bool plain_llama_block() const;

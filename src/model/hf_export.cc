@@ -73,12 +73,15 @@ std::pair<const char*, const char*> hf_class(const ModelConfig& c) {
   if (c.architecture == "qwen3") return {"Qwen3ForCausalLM", "qwen3"};
   if (c.architecture == "gemma2") return {"Gemma2ForCausalLM", "gemma2"};
   if (c.architecture == "gemma3") return {"Gemma3ForCausalLM", "gemma3_text"};
+  if (c.architecture == "phi3") return {"Phi3ForCausalLM", "phi3"};
+  if (c.architecture == "llama" && c.sliding_window > 0 && !c.qkv_bias)
+    return {"MistralForCausalLM", "mistral"};
   if (hf_qwen2(c)) return {"Qwen2ForCausalLM", "qwen2"};
   return {"LlamaForCausalLM", "llama"};
 }
 
 json config_json(const ModelConfig& c, DType type, const std::string& path) {
-  const bool qwen2 = hf_qwen2(c) && c.architecture != "qwen3" && !gemma_arch(c);
+  const bool qwen2 = hf_qwen2(c) && (c.architecture == "qwen2" || c.architecture == "llama");
   const auto [cls, model_type] = hf_class(c);
   json j = {{"architectures", {cls}},
             {"model_type", model_type},
@@ -178,6 +181,7 @@ std::string hf_name(const std::string& name, const ModelConfig& c, int64_t& unpe
       {"attn_k.bias", "self_attn.k_proj.bias"},
       {"attn_v.bias", "self_attn.v_proj.bias"},
       {"attn_output.weight", "self_attn.o_proj.weight"},
+      {"attn_qkv.weight", "self_attn.qkv_proj.weight"},
       {"attn_q_norm.weight", "self_attn.q_norm.weight"},
       {"attn_k_norm.weight", "self_attn.k_norm.weight"},
       {"post_attention_norm.weight", "post_attention_layernorm.weight"},
@@ -185,6 +189,7 @@ std::string hf_name(const std::string& name, const ModelConfig& c, int64_t& unpe
       {"ffn_gate.weight", "mlp.gate_proj.weight"},
       {"ffn_up.weight", "mlp.up_proj.weight"},
       {"ffn_down.weight", "mlp.down_proj.weight"}};
+  if (rest == "ffn_up.weight" && c.fused_qkv_ffn()) return h + "mlp.gate_up_proj.weight";
   if (rest == "ffn_norm.weight")  // Gemma's FFN input norm; Llama's post-attention one
     return h +
            (gemma_arch(c) ? "pre_feedforward_layernorm.weight" : "post_attention_layernorm.weight");

@@ -112,10 +112,11 @@ std::string family_of(const ConfigJson& c) {
   if (arch == "Qwen3ForCausalLM") return "qwen3";
   if (arch == "Gemma2ForCausalLM") return "gemma2";
   if (arch == "Gemma3ForCausalLM") return "gemma3";
+  if (arch == "Phi3ForCausalLM") return "phi3";
   std::string type = c.string_or("model_type", "");
   if (type == "gemma3_text") type = "gemma3";
   if (arch.empty() && (type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" ||
-                       type == "gemma2" || type == "gemma3"))
+                       type == "gemma2" || type == "gemma3" || type == "phi3"))
     return type;
   if (arch == "Gemma3ForConditionalGeneration")
     throw FileError(c.path() +
@@ -123,7 +124,7 @@ std::string family_of(const ConfigJson& c) {
                     "supported; the text-only Gemma3ForCausalLM folders are");
   throw FileError(c.path() + ": unsupported architecture '" + (arch.empty() ? type : arch) +
                   "' (supported: LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, "
-                  "Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM)");
+                  "Qwen3ForCausalLM, Gemma2ForCausalLM, Gemma3ForCausalLM, Phi3ForCausalLM)");
 }
 
 // rope_scaling: absent, null or "default" -> none; "llama3" -> per-frequency divisors, computed
@@ -300,9 +301,13 @@ HfCheckpoint HfCheckpoint::open(const std::string& dir) {
     const std::string p = "blk." + std::to_string(l) + ".";
     const std::string h = "model.layers." + std::to_string(l) + ".";
     norm(p + "attn_norm.weight", h + "input_layernorm.weight", D);
-    add(p + "attn_q.weight", h + "self_attn.q_proj.weight", {D, Q}, permute ? c.n_heads : 0);
-    add(p + "attn_k.weight", h + "self_attn.k_proj.weight", {D, KV}, permute ? c.n_kv_heads : 0);
-    add(p + "attn_v.weight", h + "self_attn.v_proj.weight", {D, KV});
+    if (c.fused_qkv_ffn()) {
+      add(p + "attn_qkv.weight", h + "self_attn.qkv_proj.weight", {D, Q + 2 * KV});
+    } else {
+      add(p + "attn_q.weight", h + "self_attn.q_proj.weight", {D, Q}, permute ? c.n_heads : 0);
+      add(p + "attn_k.weight", h + "self_attn.k_proj.weight", {D, KV}, permute ? c.n_kv_heads : 0);
+      add(p + "attn_v.weight", h + "self_attn.v_proj.weight", {D, KV});
+    }
     if (c.qkv_bias) {
       add(p + "attn_q.bias", h + "self_attn.q_proj.bias", {Q});
       add(p + "attn_k.bias", h + "self_attn.k_proj.bias", {KV});
@@ -319,8 +324,12 @@ HfCheckpoint HfCheckpoint::open(const std::string& dir) {
     } else {
       add(p + "ffn_norm.weight", h + "post_attention_layernorm.weight", {D});
     }
-    add(p + "ffn_gate.weight", h + "mlp.gate_proj.weight", {D, F});
-    add(p + "ffn_up.weight", h + "mlp.up_proj.weight", {D, F});
+    if (c.fused_qkv_ffn()) {
+      add(p + "ffn_up.weight", h + "mlp.gate_up_proj.weight", {D, 2 * F});
+    } else {
+      add(p + "ffn_gate.weight", h + "mlp.gate_proj.weight", {D, F});
+      add(p + "ffn_up.weight", h + "mlp.up_proj.weight", {D, F});
+    }
     add(p + "ffn_down.weight", h + "mlp.down_proj.weight", {F, D});
     if (c.post_norms) norm(p + "post_ffw_norm.weight", h + "post_feedforward_layernorm.weight", D);
   }

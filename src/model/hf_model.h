@@ -1,5 +1,5 @@
 // Hugging Face model folders (config.json + model.safetensors or sharded safetensors) for the
-// llama, mistral, qwen2, qwen3, gemma2 and gemma3 architectures, seen in GGUF terms: the
+// llama, mistral, qwen2, qwen3, gemma2, gemma3 and phi3 architectures, seen in GGUF terms: the
 // configuration as a ModelConfig and every tensor under its llama.cpp name and dimension order.
 // Loading and `shrike convert` share this view, so a folder loaded directly and the GGUF converted
 // from it hold the same weights bit for bit.

@@ -104,9 +104,9 @@ ModelConfig config_from_gguf(const gguf::GgufFile& f) {
   c.architecture = f.get_string("general.architecture");
   const std::string& a = c.architecture;
   if (a != "llama" && a != "qwen2" && a != "mistral" && a != "qwen3" && a != "gemma2" &&
-      a != "gemma3")
+      a != "gemma3" && a != "phi3")
     throw FileError(path + ": unsupported architecture '" + a +
-                    "' (supported: llama, mistral, qwen2, qwen3, gemma2, gemma3)");
+                    "' (supported: llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3)");
   auto key = [&](const char* suffix) { return a + "." + suffix; };
   auto count = [&](const char* suffix) {
     const uint64_t v = f.get_uint(key(suffix));
@@ -129,8 +129,9 @@ ModelConfig config_from_gguf(const gguf::GgufFile& f) {
   const bool gemma = a == "gemma2" || a == "gemma3";
   // llama.cpp rotates these architectures' pairs as halves of each head (NeoX); llama and
   // mistral files hold q/k rows permuted to adjacent pairs.
-  c.rope_layout = a == "qwen2" || a == "qwen3" || gemma ? kernels::RopeLayout::NeoX
-                                                        : kernels::RopeLayout::Adjacent;
+  c.rope_layout = a == "qwen2" || a == "qwen3" || a == "phi3" || gemma
+                      ? kernels::RopeLayout::NeoX
+                      : kernels::RopeLayout::Adjacent;
   c.qkv_bias = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   c.qk_norm = f.find_tensor("blk.0.attn_q_norm.weight") != nullptr;
   c.tied_output = f.find_tensor("output.weight") == nullptr;
@@ -318,9 +319,13 @@ ModelWeights bind_weights(const ModelConfig& c, const WeightSource& t) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerWeights lw;
     lw.attn_norm = t.vector(p + "attn_norm.weight", c.dim);
-    lw.wq = t.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
-    lw.wk = t.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
-    lw.wv = t.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+    if (c.fused_qkv_ffn()) {
+      lw.wqkv = t.matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.dim);
+    } else {
+      lw.wq = t.matrix(p + "attn_q.weight", c.q_dim(), c.dim);
+      lw.wk = t.matrix(p + "attn_k.weight", c.kv_dim(), c.dim);
+      lw.wv = t.matrix(p + "attn_v.weight", c.kv_dim(), c.dim);
+    }
     lw.wo = t.matrix(p + "attn_output.weight", c.dim, c.q_dim());
     if (c.qkv_bias) {
       lw.bq = t.vector(p + "attn_q.bias", c.q_dim());
@@ -336,8 +341,12 @@ ModelWeights bind_weights(const ModelConfig& c, const WeightSource& t) {
       lw.ffn_post_norm = t.vector(p + "post_ffw_norm.weight", c.dim);
     }
     lw.ffn_norm = t.vector(p + "ffn_norm.weight", c.dim);
-    lw.w_gate = t.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
-    lw.w_up = t.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+    if (c.fused_qkv_ffn()) {  // gate rows first, then up (llama.cpp's swiglu split)
+      lw.w_gate_up = t.matrix(p + "ffn_up.weight", 2 * c.ffn_dim, c.dim);
+    } else {
+      lw.w_gate = t.matrix(p + "ffn_gate.weight", c.ffn_dim, c.dim);
+      lw.w_up = t.matrix(p + "ffn_up.weight", c.ffn_dim, c.dim);
+    }
     lw.w_down = t.matrix(p + "ffn_down.weight", c.dim, c.ffn_dim);
     w.layers.push_back(std::move(lw));
   }

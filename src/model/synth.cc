@@ -207,13 +207,18 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
   c.vocab_size = opt.vocab;
   c.context_length = opt.context_length;
   const std::string& a = opt.arch;
-  if (a != "llama" && a != "qwen2" && a != "qwen3" && a != "gemma2" && a != "gemma3")
-    throw std::invalid_argument("synth: --arch must be llama, qwen2, qwen3, gemma2 or gemma3");
+  if (a != "llama" && a != "qwen2" && a != "qwen3" && a != "gemma2" && a != "gemma3" && a != "phi3")
+    throw std::invalid_argument(
+        "synth: --arch must be llama, qwen2, qwen3, gemma2, gemma3 or phi3");
   c.architecture = a;
   c.qkv_bias = a == "qwen2";
   c.rope_theta = opt.rope_theta;
   const bool gemma = a == "gemma2" || a == "gemma3";
-  const bool random_norms = a == "qwen3" || gemma;
+  const bool random_norms = a == "qwen3" || a == "phi3" || gemma;
+  if (a == "phi3") {  // every layer slides (llama.cpp needs the key: 2047 is Phi-3-mini-4k's)
+    c.sliding_window = opt.sliding_window > 0 ? opt.sliding_window : 2047;
+    c.sliding_pattern = 1;
+  }
   // The features the file's architecture implies (config_from_gguf reads them back the same).
   c.qk_norm = a == "qwen3" || a == "gemma3";
   if (gemma) {
@@ -282,9 +287,13 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
         add_ones(w, p + name, n);
     };
     norm("attn_norm.weight", c.dim);
-    add_matrix(w, p + "attn_q.weight", c.q_dim(), c.dim, opt.type, sd, rng);
-    add_matrix(w, p + "attn_k.weight", c.kv_dim(), c.dim, opt.type, sd, rng);
-    add_matrix(w, p + "attn_v.weight", c.kv_dim(), c.dim, opt.type, sd, rng);
+    if (c.fused_qkv_ffn()) {
+      add_matrix(w, p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.dim, opt.type, sd, rng);
+    } else {
+      add_matrix(w, p + "attn_q.weight", c.q_dim(), c.dim, opt.type, sd, rng);
+      add_matrix(w, p + "attn_k.weight", c.kv_dim(), c.dim, opt.type, sd, rng);
+      add_matrix(w, p + "attn_v.weight", c.kv_dim(), c.dim, opt.type, sd, rng);
+    }
     add_matrix(w, p + "attn_output.weight", c.dim, c.q_dim(), opt.type, sd, rng);
     if (c.qkv_bias) {
       add_matrix(w, p + "attn_q.bias", 1, c.q_dim(), DType::F32, 10 * sd, rng, true);
@@ -297,8 +306,12 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
     }
     if (c.post_norms) norm("post_attention_norm.weight", c.dim);
     norm("ffn_norm.weight", c.dim);
-    add_matrix(w, p + "ffn_gate.weight", c.ffn_dim, c.dim, opt.type, sd, rng);
-    add_matrix(w, p + "ffn_up.weight", c.ffn_dim, c.dim, opt.type, sd, rng);
+    if (c.fused_qkv_ffn()) {
+      add_matrix(w, p + "ffn_up.weight", 2 * c.ffn_dim, c.dim, opt.type, sd, rng);
+    } else {
+      add_matrix(w, p + "ffn_gate.weight", c.ffn_dim, c.dim, opt.type, sd, rng);
+      add_matrix(w, p + "ffn_up.weight", c.ffn_dim, c.dim, opt.type, sd, rng);
+    }
     add_matrix(w, p + "ffn_down.weight", c.dim, c.ffn_dim, opt.type, sd, rng);
     if (c.post_norms) norm("post_ffw_norm.weight", c.dim);
   }

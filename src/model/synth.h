@@ -22,7 +22,7 @@ struct SynthOptions {
   // the wrong place changes the logits) and are always tied (gemma) or as asked (qwen3).
   std::string arch = "llama";
   int64_t head_dim = 0;          // 0: dim / heads
-  int64_t sliding_window = 0;    // gemma: 0 takes the real models' (4096 / 512)
+  int64_t sliding_window = 0;    // gemma, phi3: 0 takes the real models' (4096 / 512 / 2047)
   float rope_linear_factor = 0;  // > 0: linear rope scaling (gemma3's global layers)
   float rope_theta = 10000.0f;
   // > 0: Llama-3 rope scaling with this factor (low/high frequency factors 1 and 4) over an

@@ -33,13 +33,13 @@ std::string synth(const std::string& arch, int64_t layers) {
   o.n_layers = layers;
   o.n_heads = 4;
   o.n_kv_heads = 2;
-  o.head_dim = 32;  // != dim / heads, as in Qwen3 and Gemma
+  o.head_dim = arch == "phi3" ? 0 : 32;  // != dim / heads, as in Qwen3 and Gemma
   o.ffn_dim = 96;
   o.vocab = 320;
   o.context_length = 64;
   o.type = DType::F32;
   o.seed = 13;
-  o.tied_output = true;
+  o.tied_output = arch != "phi3";
   o.sliding_window = kWindow;
   if (arch == "gemma3") o.rope_linear_factor = 8;
   model::write_synth_model(o, path);
@@ -63,7 +63,18 @@ json config_for(const std::string& arch, const model::ModelConfig& c) {
             {"bos_token_id", 1},
             {"eos_token_id", 2},
             {"torch_dtype", "float32"}};
-  if (arch == "qwen3") {
+  if (arch == "phi3") {  // Phi-3-mini-4k-instruct's
+    j.erase("head_dim");
+    j.update({{"architectures", {"Phi3ForCausalLM"}},
+              {"model_type", "phi3"},
+              {"hidden_act", "silu"},
+              {"tie_word_embeddings", false},
+              {"sliding_window", kWindow},
+              {"original_max_position_embeddings", c.context_length},
+              {"rope_scaling", nullptr},
+              {"resid_pdrop", 0.0},
+              {"embd_pdrop", 0.0}});
+  } else if (arch == "qwen3") {
     j.update({{"architectures", {"Qwen3ForCausalLM"}},
               {"model_type", "qwen3"},
               {"hidden_act", "silu"},
@@ -105,7 +116,8 @@ std::string hf_folder(const std::string& arch, const std::string& gguf_path) {
   const model::ModelConfig c = model::config_from_gguf(f);
   hftest::write_text(dir + "/config.json", config_for(arch, c).dump(2));
   hftest::write_hf_tokenizer(tokenizer::vocab_from_gguf(f), dir, "{{ messages }}");
-  const bool gemma = arch != "qwen3";
+  const bool gemma = arch == "gemma2" || arch == "gemma3";
+  const bool phi3 = arch == "phi3";
   safetensors::Writer w;
   auto take = [&](const std::string& g, const std::string& h) {
     const auto& t = f.tensor(g);
@@ -122,10 +134,14 @@ std::string hf_folder(const std::string& arch, const std::string& gguf_path) {
     const std::string g = "blk." + std::to_string(l) + ".";
     const std::string h = "model.layers." + std::to_string(l) + ".";
     take(g + "attn_norm.weight", h + "input_layernorm.weight");
-    for (const char* p : {"q", "k", "v"})
-      take(g + "attn_" + p + ".weight", h + "self_attn." + p + "_proj.weight");
+    if (phi3) {
+      take(g + "attn_qkv.weight", h + "self_attn.qkv_proj.weight");
+    } else {
+      for (const char* p : {"q", "k", "v"})
+        take(g + "attn_" + p + ".weight", h + "self_attn." + p + "_proj.weight");
+    }
     take(g + "attn_output.weight", h + "self_attn.o_proj.weight");
-    if (arch != "gemma2") {
+    if (arch == "qwen3" || arch == "gemma3") {
       take(g + "attn_q_norm.weight", h + "self_attn.q_norm.weight");
       take(g + "attn_k_norm.weight", h + "self_attn.k_norm.weight");
     }
@@ -136,11 +152,16 @@ std::string hf_folder(const std::string& arch, const std::string& gguf_path) {
     } else {
       take(g + "ffn_norm.weight", h + "post_attention_layernorm.weight");
     }
-    take(g + "ffn_gate.weight", h + "mlp.gate_proj.weight");
-    take(g + "ffn_up.weight", h + "mlp.up_proj.weight");
+    if (phi3) {
+      take(g + "ffn_up.weight", h + "mlp.gate_up_proj.weight");
+    } else {
+      take(g + "ffn_gate.weight", h + "mlp.gate_proj.weight");
+      take(g + "ffn_up.weight", h + "mlp.up_proj.weight");
+    }
     take(g + "ffn_down.weight", h + "mlp.down_proj.weight");
   }
   take("output_norm.weight", "model.norm.weight");
+  if (phi3) take("output.weight", "lm_head.weight");
   w.write(dir + "/model.safetensors");
   return dir;
 }
@@ -230,6 +251,52 @@ TEST(HfArch, Gemma3HasFiveSlidingLayersOfSixWithALocalRopeBase) {
   EXPECT_FLOAT_EQ(c.rope_theta_local, 10000.0f);
   EXPECT_FLOAT_EQ(c.rope_freq_scale, 0.125f);
   for (int64_t l = 0; l < 7; ++l) EXPECT_EQ(c.is_sliding(l), l != 5) << l;
+}
+
+TEST(HfArch, Phi3ReadsItsFusedTensorsAndSlidesEveryLayer) {
+  check_family("phi3", 2);
+  const auto c = model::HfCheckpoint::open(hf_folder("phi3", synth("phi3", 2))).config();
+  EXPECT_EQ(c.architecture, "phi3");
+  EXPECT_TRUE(c.fused_qkv_ffn());
+  EXPECT_EQ(c.rope_layout, kernels::RopeLayout::NeoX);
+  EXPECT_EQ(c.sliding_window, kWindow);
+  EXPECT_TRUE(c.is_sliding(0));
+  EXPECT_TRUE(c.is_sliding(1));
+  EXPECT_FALSE(c.tied_output);
+  const auto m = model::load_model(hf_folder("phi3", synth("phi3", 2)));
+  EXPECT_GT(m->weights().layers[0].wqkv.rows(), 0);
+  EXPECT_EQ(m->weights().layers[0].w_gate_up.rows(), 2 * c.ffn_dim);
+}
+
+// Mistral's sliding_window (Mistral-7B-v0.1 has 4096) is honoured, not dropped: a window
+// shorter than the prompt changes the logits; use_sliding_window false (Qwen2) turns it off.
+TEST(HfArch, MistralSlidingWindowIsHonoured) {
+  model::SynthOptions o;
+  o.dim = 64;
+  o.n_layers = 2;
+  o.n_heads = 4;
+  o.n_kv_heads = 2;
+  o.ffn_dim = 96;
+  o.vocab = 320;
+  o.context_length = 64;
+  o.type = DType::F32;
+  o.seed = 3;
+  const std::string gguf = hftest::scratch("mistral_synth") + "/m.gguf";
+  model::write_synth_model(o, gguf);
+  const auto plain = logits(gguf);
+  hftest::HfOptions h;
+  h.model_type = "mistral";
+  h.extra_config = {{"sliding_window", kWindow}};
+  const std::string dir = hftest::scratch("mistral_window");
+  hftest::write_hf_from_gguf(gguf, dir, h);
+  EXPECT_EQ(model::HfCheckpoint::open(dir).config().sliding_window, kWindow);
+  EXPECT_NE(logits(dir), plain);
+  // The window survives conversion (llama.attention.sliding_window) and export.
+  EXPECT_EQ(logits(convert(dir, "mistral_window")), logits(dir));
+  h.extra_config = {{"sliding_window", 1000}};
+  const std::string wide = hftest::scratch("mistral_wide");
+  hftest::write_hf_from_gguf(gguf, wide, h);
+  EXPECT_EQ(logits(wide), plain) << "a window wider than the prompt masks nothing";
 }
 
 // The windows and caps change the logits (a forward pass that ignored them would not pass the
