@@ -9,8 +9,11 @@
 # Each *_DIR holds include/, ggml/include/ and build/bin/libllama.so (BUILD_SHARED_LIBS=ON).
 # Architectures llama.cpp's build does not know (qwen3 and gemma3 are newer than c392e5094) run
 # on ik_llama.cpp when IK_LLAMA_DIR is given, and are skipped with a note otherwise.
-# Environment: ARCHS (default "llama mistral qwen2 qwen3 gemma2 gemma3 phi3"), TOKENS (default
-# 64).
+# Environment: ARCHS (default: all of llama mistral qwen2 qwen2-yarn qwen3 gemma2 gemma3 phi3
+# phi3-longrope), TOKENS (default 64).
+# phi3-longrope: the sequence is inside the original context, so both engines rotate with the
+# short factors and the attention factor (llama.cpp picks the long ones only for a context past
+# the original one, shrike for positions past it); the long factors are unit-tested.
 # mistral: llama.cpp runs Mistral files as llama and ignores their sliding window, so the row is
 # Mistral-7B-v0.2's shape (no window); shrike's window is tested in tests/model/hf_arch_test.cc.
 set -euo pipefail
@@ -18,20 +21,23 @@ cd "$(dirname "$0")/../.."
 llama=$(cd "${1:?usage: arch_crosscheck.sh LLAMA_CPP_DIR [IK_LLAMA_DIR] [OUT_DIR]}" && pwd)
 ik=${2:+$(cd "$2" && pwd)}
 out=${3:-runs/arch_crosscheck}
-archs=${ARCHS:-"llama mistral qwen2 qwen3 gemma2 gemma3 phi3"}
+archs=${ARCHS:-"llama mistral qwen2 qwen2-yarn qwen3 gemma2 gemma3 phi3 phi3-longrope"}
 ntok=${TOKENS:-64}
 mkdir -p "$out"
 [ -x build/shrike ] || scripts/build.sh
 unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE
 
 build_peer() {  # DIR NAME [-DIK_LLAMA]
-  local dir=$1 name=$2 libs="-lllama -lggml"
+  local dir=$1 name=$2 libs="-lllama -lggml" lib_dirs=() flags=() d
   shift 2
+  # llama.cpp puts its libraries in build/bin, ik_llama.cpp beside their sources.
+  for d in $(find "$dir/build" -name 'libllama.so' -o -name 'libggml.so' | xargs -n1 dirname | sort -u); do
+    flags+=(-L"$d" -Wl,-rpath,"$d")
+  done
   [ -e "$dir/build/bin/libggml-base.so" ] && libs="$libs -lggml-base"
   # shellcheck disable=SC2086
   g++ -O2 -std=c++17 "$@" bench/experiments/llamacpp_logits.cc -I"$dir/include" \
-    -I"$dir/ggml/include" -L"$dir/build/bin" $libs -Wl,-rpath,"$dir/build/bin" \
-    -o "$out/logits-$name"
+    -I"$dir/ggml/include" "${flags[@]}" $libs -o "$out/logits-$name"
 }
 build_peer "$llama" llama.cpp
 [ -n "$ik" ] && build_peer "$ik" ik_llama.cpp -DIK_LLAMA
@@ -44,6 +50,8 @@ echo "| architecture (Hugging Face class) | vocabulary | what it exercises | pee
 echo "|---|---|---|---|---|---|---|---|"
 for arch in $archs; do
   # Real vocabulary sizes and the published configs' distinctive fields; small widths.
+  ctx=512
+  [ "$arch" = phi3-longrope ] && ctx=8192
   case $arch in
     llama) flags=(--vocab 128256 --vocab-type llama-bpe --tied --rope-theta 500000
                   --llama3-rope-factor 32 --llama3-rope-original 64 --layers 3)
@@ -52,6 +60,9 @@ for arch in $archs; do
              what="SentencePiece 32k, untied output" ;;
     qwen2) flags=(--vocab 151936 --vocab-type qwen2 --tied --layers 3)
            what="q/k/v biases, NeoX rope" ;;
+    qwen2-yarn) flags=(--vocab 151936 --vocab-type qwen2 --tied --layers 3 --yarn-factor 4
+                       --rope-original 32)
+                what="YaRN x4 over an original context of 32 (Qwen2.5's long-context recipe)" ;;
     qwen3) flags=(--vocab 151936 --vocab-type qwen2 --tied --layers 3 --head-dim 32
                   --rope-theta 1000000)
            what="q/k RMSNorm, head_dim != dim/heads" ;;
@@ -65,10 +76,15 @@ for arch in $archs; do
     phi3) flags=(--vocab-from ../shared/reference/tokenizers/ggml-vocab-phi-3.gguf --layers 3
                  --sliding-window 16)
           what="fused q/k/v and gate/up, every layer sliding (16)" ;;
+    phi3-longrope) flags=(--vocab-from ../shared/reference/tokenizers/ggml-vocab-phi-3.gguf
+                          --layers 3 --sliding-window 16 --longrope
+                          --rope-original 4096)
+                   what="LongRoPE short factors and attention factor (Phi-3-128k's recipe)" ;;
     *) echo "unknown architecture $arch" >&2; exit 2 ;;
   esac
   peer=llama.cpp
   synth_arch=$arch
+  synth_arch=${arch%-*}
   [ "$arch" = mistral ] && synth_arch=llama
   if ! knows "$llama" "$synth_arch"; then
     if [ -n "$ik" ] && knows "$ik" "$arch"; then peer=ik_llama.cpp; else
@@ -76,16 +92,22 @@ for arch in $archs; do
       continue
     fi
   fi
-  build/shrike synth --arch "$synth_arch" --dim 64 --heads 4 --kv-heads 2 --ffn 128 --context 512 \
+  build/shrike synth --arch "$synth_arch" --dim 64 --heads 4 --kv-heads 2 --ffn 128 --context "$ctx" \
     --type f32 --seed 5 "${flags[@]}" -o "$out/$arch-synth.gguf" >"$out/$arch.log" 2>&1
   rm -rf "$out/$arch-hf"
   build/shrike export-hf "$out/$arch-synth.gguf" -o "$out/$arch-hf" --type f32 >>"$out/$arch.log" 2>&1
   class=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['architectures'][0])" "$out/$arch-hf/config.json")
   vocab=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['vocab_size'])" "$out/$arch-hf/config.json")
   build/shrike convert "$out/$arch-hf" -o "$out/$arch.gguf" --type f32 >>"$out/$arch.log" 2>&1
-  "$out/logits-$peer" "$out/$arch.gguf" "$out/tokens.txt" "$out/$arch-peer.f32" 2 2>"$out/$arch-peer.log"
+  # ik_llama.cpp takes an f32 V cache only with flash attention, whose CPU kernel refuses f32:
+  # its rows use an f16 cache (a rounding of keys and values shrike's f32 cache does not have).
+  kv=f32
+  [ "$peer" = ik_llama.cpp ] && kv=f16
+  "$out/logits-$peer" "$out/$arch.gguf" "$out/tokens.txt" "$out/$arch-peer.f32" 2 "$kv" \
+    2>"$out/$arch-peer.log"
   build/shrike logits -m "$out/$arch-hf" --tokens "$out/tokens.txt" -o "$out/$arch-shrike.f32" \
     -t 2 >/dev/null 2>&1
   r=$(python3 bench/experiments/compare_logits.py "$out/$arch-peer.f32" "$out/$arch-shrike.f32" "$ntok")
+  [ "$kv" = f16 ] && peer="$peer (f16 KV)"
   echo "| $arch ($class) | $vocab | $what | $peer | $(echo "$r" | awk '{print $1 " | " $2 " | " $3 " | " $4}') |"
 done

@@ -193,7 +193,7 @@ int main(int argc, char** argv) {
   cparams.n_threads_batch = n_threads;
   cparams.type_k = kv_type;
   cparams.type_v = kv_type;
-  cparams.flash_attn = false;
+  cparams.flash_attn = false;  // (ik_llama.cpp: an f32 V cache needs it, so use KV_TYPE f16)
 #ifndef IK_LLAMA
   cparams.no_perf = true;
 #endif

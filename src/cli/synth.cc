@@ -41,6 +41,12 @@ Runner add_synth(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   app.add_option("--rope-linear-factor", o->rope_linear_factor, "linear rope scaling factor")
       ->check(CLI::PositiveNumber);
+  app.add_option("--yarn-factor", o->yarn_factor, "YaRN rope scaling factor (with --rope-original)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--longrope", o->longrope,
+               "LongRoPE: random short and long factors (with --rope-original)");
+  app.add_option("--rope-original", o->rope_original, "original context of YaRN / LongRoPE")
+      ->check(CLI::PositiveNumber);
   app.add_option("--rope-theta", o->rope_theta, "rotary base frequency")
       ->check(CLI::PositiveNumber);
   app.add_option("--llama3-rope-factor", o->llama3_factor,

@@ -1,8 +1,11 @@
 #include "model/config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+
+#include "model/rope.h"
 
 namespace shrike::model {
 namespace {
@@ -42,6 +45,54 @@ void ModelConfig::validate() const {
   require(sliding_pattern >= 0 && sliding_pattern <= n_layers, "sliding window pattern");
   require(std::isfinite(rope_theta_local) && rope_theta_local >= 0, "local rope theta");
   require(std::isfinite(rope_freq_scale) && rope_freq_scale > 0, "rope frequency scale");
+  require(!rope_yarn || rope_original_context > 0, "yarn rope scaling without an original context");
+  require(rope_long_factors.empty() ||
+              (int64_t(rope_long_factors.size()) == rope_dims / 2 &&
+               int64_t(rope_freq_factors.size()) == rope_dims / 2 && rope_original_context > 0),
+          "longrope factors: " + std::to_string(rope_long_factors.size()) + " long, " +
+              std::to_string(rope_freq_factors.size()) + " short for " +
+              std::to_string(rope_dims / 2) + " rotated pairs");
+  require(std::isfinite(rope_attn_factor) && rope_attn_factor > 0, "rope attention factor");
+}
+
+void ModelConfig::rope_table(float* cs, int64_t pos, bool local) const {
+  if (local) {  // Gemma 3's sliding layers: their own base, no scaling (as llama.cpp)
+    rope_cos_sin(cs, pos, rope_theta_local, rope_dims, {}, 1.0f);
+    return;
+  }
+  // LongRoPE: the short factors within the original context, the long ones beyond it (per
+  // position, so a sequence that fits the original context rotates exactly as transformers
+  // rotates it).
+  const std::vector<float>& factors = !rope_long_factors.empty() && pos >= rope_original_context
+                                          ? rope_long_factors
+                                          : rope_freq_factors;
+  if (!rope_yarn) {
+    rope_cos_sin(cs, pos, rope_theta, rope_dims, factors, rope_freq_scale);
+    if (rope_attn_factor != 1.0f)
+      for (int64_t i = 0; i < rope_dims; ++i) cs[i] *= rope_attn_factor;
+    return;
+  }
+  // YaRN (ggml's rope_yarn): each pair's angle blends the interpolated (pos * freq_scale) and
+  // the extrapolated angle by a ramp over the pairs between the correction dimensions, and cos
+  // and sin grow by 1 + 0.1 ln(1 / freq_scale).
+  const float n = float(rope_dims), base = rope_theta;
+  auto corr_dim = [&](float n_rot) {
+    return n * std::log(float(rope_original_context) / (n_rot * 2.0f * float(M_PI))) /
+           (2.0f * std::log(base));
+  };
+  const float low = std::max(0.0f, std::floor(corr_dim(32.0f)));
+  const float high = std::min(n - 1.0f, std::ceil(corr_dim(1.0f)));
+  const float mscale = rope_attn_factor * (1.0f + 0.1f * std::log(1.0f / rope_freq_scale));
+  for (int64_t i = 0; i < rope_dims / 2; ++i) {
+    float freq = 1.0f / std::pow(base, float(2 * i) / n);
+    if (!factors.empty()) freq /= factors[size_t(i)];
+    const float extrap = float(pos) * freq, interp = rope_freq_scale * extrap;
+    const float y = (float(i) - low) / std::max(0.001f, high - low);
+    const float ramp = 1.0f - std::min(1.0f, std::max(0.0f, y));
+    const float angle = interp * (1.0f - ramp) + extrap * ramp;
+    cs[2 * i] = std::cos(angle) * mscale;
+    cs[2 * i + 1] = std::sin(angle) * mscale;
+  }
 }
 
 float ModelConfig::attention_scale_or_default() const {
@@ -62,7 +113,10 @@ std::string ModelConfig::departures() const {
   add(attn_softcap > 0 || final_softcap > 0, "logit soft-capping");
   add(sliding_window > 0 && sliding_pattern > 0, "sliding-window attention");
   add(rope_theta_local > 0, "local rope base");
-  add(rope_freq_scale != 1.0f, "linear rope scaling");
+  add(rope_freq_scale != 1.0f && !rope_yarn, "linear rope scaling");
+  add(rope_yarn, "yarn rope scaling");
+  add(!rope_long_factors.empty(), "longrope scaling");
+  add(rope_attn_factor != 1.0f, "rope attention factor");
   add(fused_qkv_ffn(), "Phi-3's fused q/k/v and gate/up tensors");
   return s;
 }

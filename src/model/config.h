@@ -51,6 +51,13 @@ struct ModelConfig {
   int64_t sliding_pattern = 0;
   float rope_theta_local = 0.0f;  // rope base of the sliding layers (Gemma 3: 10000); 0: rope_theta
   float rope_freq_scale = 1.0f;   // linear rope scaling: positions times this (1 / factor)
+  // YaRN (Qwen2.5 / Qwen3 long context; rope_freq_scale = 1 / factor) and LongRoPE (Phi-3 128k:
+  // rope_freq_factors are the short factors, rope_long_factors those for positions from
+  // rope_original_context on), as ggml computes them. rope_attn_factor multiplies cos and sin.
+  bool rope_yarn = false;
+  int64_t rope_original_context = 0;
+  std::vector<float> rope_long_factors;
+  float rope_attn_factor = 1.0f;
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }
@@ -64,6 +71,9 @@ struct ModelConfig {
   // True when none of the departures above is used: the block the trainer, the pruner and
   // export-hf implement. The others refuse a model where this is false, naming the feature.
   bool plain_llama_block() const;
+  // The rotation of position pos (model/rope.h's table: rope_dims / 2 pairs of cos, sin) with
+  // every scaling this configuration has; local: a Gemma 3 sliding layer's own base.
+  void rope_table(float* cs, int64_t pos, bool local = false) const;
   std::string departures() const;  // the features that make plain_llama_block() false
   // What one position stores in a KV cache.
   kv::KvDims kv_dims() const { return {n_layers, n_kv_heads, head_dim}; }

@@ -132,13 +132,32 @@ json config_json(const ModelConfig& c, DType type, const std::string& path) {
     j["attention_bias"] = false;
     j["mlp_bias"] = false;
   }
-  if (c.rope_freq_scale != 1.0f && c.architecture != "gemma3")
+  if (c.rope_yarn) {
+    j["rope_scaling"] = {{"rope_type", "yarn"},
+                         {"factor", shortest(1.0f / c.rope_freq_scale)},
+                         {"original_max_position_embeddings", c.rope_original_context}};
+    if (c.rope_attn_factor != 1.0f)
+      j["rope_scaling"]["attention_factor"] =
+          shortest(c.rope_attn_factor * (0.1f * std::log(1.0f / c.rope_freq_scale) + 1.0f));
+  } else if (c.rope_freq_scale != 1.0f && c.architecture != "gemma3") {
     j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", shortest(1.0f / c.rope_freq_scale)}};
+  }
   if (c.sliding_window > 0 && !gemma_arch(c)) {
     j["sliding_window"] = c.sliding_window;
     j["use_sliding_window"] = true;
   }
-  if (!c.rope_freq_factors.empty()) {
+  if (!c.rope_long_factors.empty()) {
+    auto list = [](const std::vector<float>& v) {
+      json a = json::array();
+      for (float x : v) a.push_back(shortest(x));
+      return a;
+    };
+    j["original_max_position_embeddings"] = c.rope_original_context;
+    j["rope_scaling"] = {{"type", "longrope"},
+                         {"short_factor", list(c.rope_freq_factors)},
+                         {"long_factor", list(c.rope_long_factors)},
+                         {"attention_factor", shortest(c.rope_attn_factor)}};
+  } else if (!c.rope_freq_factors.empty()) {
     const auto s = fit_llama3(c);
     if (!s)
       throw FileError(path +

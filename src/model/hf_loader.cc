@@ -143,6 +143,56 @@ void read_rope_scaling(const ConfigJson& c, ModelConfig& m) {
       break;
     }
   if (type.empty() || type == "default") return;
+  if (type == "yarn") {  // Qwen2.5 / Qwen3 long context
+    const double factor = c.number_in(rs, "factor", 1.0);
+    const double original =
+        c.number_in(rs, "original_max_position_embeddings",
+                    c.number_or("original_max_position_embeddings", double(m.context_length)));
+    if (!(factor >= 1 && factor < 1e6) || !(original >= 1 && original < 1e9))
+      throw FileError(c.path() +
+                      ": rope_scaling yarn needs factor >= 1 and "
+                      "original_max_position_embeddings >= 1");
+    // llama.cpp's files keep ggml's fixed ramp (beta_fast 32, beta_slow 1): other values would
+    // convert to a model llama.cpp rotates differently.
+    if (c.number_in(rs, "beta_fast", 32.0) != 32.0 || c.number_in(rs, "beta_slow", 1.0) != 1.0)
+      throw FileError(c.path() +
+                      ": rope_scaling yarn with beta_fast != 32 or beta_slow != 1 is "
+                      "not supported");
+    m.rope_yarn = true;
+    m.rope_freq_scale = float(1.0 / factor);
+    m.rope_original_context = int64_t(original);
+    // transformers' attention_factor replaces 0.1 ln(factor) + 1, which ggml always applies.
+    if (rs.contains("attention_factor") && !rs["attention_factor"].is_null())
+      m.rope_attn_factor =
+          float(c.number_in(rs, "attention_factor", 1.0) / (0.1 * std::log(factor) + 1.0));
+    return;
+  }
+  if (type == "longrope" || type == "su") {  // Phi-3 / Phi-3.5 / Phi-4-mini long context
+    const double original = c.number_or("original_max_position_embeddings", 0.0);
+    if (!(original >= 1 && original < 1e9))
+      throw FileError(c.path() + ": rope_scaling longrope needs original_max_position_embeddings");
+    auto factors = [&](const char* key) {
+      if (!rs.contains(key) || !rs[key].is_array() || int64_t(rs[key].size()) != m.rope_dims / 2)
+        throw FileError(c.path() + ": rope_scaling '" + key + "' must be a list of " +
+                        std::to_string(m.rope_dims / 2) + " numbers (rotated pairs per head)");
+      std::vector<float> v;
+      for (const json& x : rs[key]) {
+        if (!x.is_number() || !(x.get<double>() > 0))
+          throw FileError(c.path() + ": rope_scaling '" + key + "' holds a non-positive value");
+        v.push_back(x.get<float>());
+      }
+      return v;
+    };
+    m.rope_freq_factors = factors("short_factor");
+    m.rope_long_factors = factors("long_factor");
+    m.rope_original_context = int64_t(original);
+    const double scale = double(m.context_length) / original;
+    m.rope_attn_factor =
+        rs.contains("attention_factor") && !rs["attention_factor"].is_null()
+            ? float(c.number_in(rs, "attention_factor", 1.0))
+            : (scale > 1 ? float(std::sqrt(1 + std::log(scale) / std::log(original))) : 1.0f);
+    return;
+  }
   if (type == "linear") {
     const double factor = c.number_in(rs, "factor", 1.0);
     if (!(factor >= 1 && factor < 1e6))
@@ -152,7 +202,7 @@ void read_rope_scaling(const ConfigJson& c, ModelConfig& m) {
   }
   if (type != "llama3")
     throw FileError(c.path() + ": unsupported rope_scaling type '" + type +
-                    "' (supported: llama3, linear)");
+                    "' (supported: llama3, linear, yarn, longrope)");
   const double factor = c.number_in(rs, "factor", 8.0);
   const double low = c.number_in(rs, "low_freq_factor", 1.0);
   const double high = c.number_in(rs, "high_freq_factor", 4.0);

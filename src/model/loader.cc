@@ -141,13 +141,40 @@ ModelConfig config_from_gguf(const gguf::GgufFile& f) {
   if (f.has(key("rope.scaling.type"))) {
     const std::string type = f.get_string(key("rope.scaling.type"));
     const double factor = f.get_float_or(key("rope.scaling.factor"), 1.0);
-    if (type == "linear") {
+    if (type == "linear" || type == "yarn") {
       if (!(factor >= 1 && factor < 1e6))
         throw FileError(path + ": metadata '" + key("rope.scaling.factor") + "' must be >= 1");
       c.rope_freq_scale = float(1.0 / factor);
+      if (type == "yarn") {
+        c.rope_yarn = true;
+        if (!f.has(key("rope.scaling.original_context_length")))
+          throw FileError(path + ": yarn rope scaling needs '" +
+                          key("rope.scaling.original_context_length") + "'");
+      }
     } else if (type != "none") {
-      throw FileError(path + ": rope scaling type '" + type + "' is not supported (linear)");
+      throw FileError(path + ": rope scaling type '" + type + "' is not supported (linear, yarn)");
     }
+  }
+  if (f.has(key("rope.scaling.original_context_length")))
+    c.rope_original_context = count("rope.scaling.original_context_length");
+  c.rope_attn_factor = float(f.get_float_or(key("rope.scaling.attn_factor"), 1.0));
+  // LongRoPE (Phi-3 128k): both factor sets as tensors, as llama.cpp's converter writes them.
+  const gguf::TensorInfo* long_factors = f.find_tensor("rope_factors_long.weight");
+  const gguf::TensorInfo* short_factors = f.find_tensor("rope_factors_short.weight");
+  if (long_factors || short_factors) {
+    for (const gguf::TensorInfo* t : {long_factors, short_factors})
+      if (!t || t->type != DType::F32 || t->dims != std::vector<int64_t>{c.rope_dims / 2})
+        throw FileError(path +
+                        ": longrope needs rope_factors_long.weight and "
+                        "rope_factors_short.weight, f32 of " +
+                        std::to_string(c.rope_dims / 2) + " values each");
+    const float* l = reinterpret_cast<const float*>(long_factors->data);
+    const float* s = reinterpret_cast<const float*>(short_factors->data);
+    c.rope_long_factors.assign(l, l + c.rope_dims / 2);
+    c.rope_freq_factors.assign(s, s + c.rope_dims / 2);
+    if (c.rope_original_context <= 0)
+      throw FileError(path + ": longrope needs '" + key("rope.scaling.original_context_length") +
+                      "'");
   }
   if (gemma) {
     // What llama.cpp's gemma2 / gemma3 graphs do without keys for it: embeddings times
@@ -211,13 +238,23 @@ void add_config_to_gguf(const ModelConfig& c, gguf::GgufWriter& w) {
     w.set_uint32(a + ".attention.key_length", uint32_t(c.head_dim));
     w.set_uint32(a + ".attention.value_length", uint32_t(c.head_dim));
   }
-  if (!c.rope_freq_factors.empty())
+  if (!c.rope_long_factors.empty()) {
+    w.add_tensor("rope_factors_long.weight", DType::F32, {int64_t(c.rope_long_factors.size())},
+                 c.rope_long_factors.data(), c.rope_long_factors.size() * sizeof(float));
+    w.add_tensor("rope_factors_short.weight", DType::F32, {int64_t(c.rope_freq_factors.size())},
+                 c.rope_freq_factors.data(), c.rope_freq_factors.size() * sizeof(float));
+  } else if (!c.rope_freq_factors.empty()) {
     w.add_tensor("rope_freqs.weight", DType::F32, {int64_t(c.rope_freq_factors.size())},
                  c.rope_freq_factors.data(), c.rope_freq_factors.size() * sizeof(float));
-  if (c.rope_freq_scale != 1.0f) {
-    w.set_string(a + ".rope.scaling.type", "linear");
+  }
+  if (c.rope_freq_scale != 1.0f || c.rope_yarn) {
+    w.set_string(a + ".rope.scaling.type", c.rope_yarn ? "yarn" : "linear");
     w.set_float32(a + ".rope.scaling.factor", 1.0f / c.rope_freq_scale);
   }
+  if (c.rope_original_context > 0)
+    w.set_uint32(a + ".rope.scaling.original_context_length", uint32_t(c.rope_original_context));
+  if (c.rope_attn_factor != 1.0f)
+    w.set_float32(a + ".rope.scaling.attn_factor", c.rope_attn_factor);
   if (c.sliding_window > 0)
     w.set_uint32(a + ".attention.sliding_window", uint32_t(c.sliding_window));
   if (c.attn_softcap > 0) w.set_float32(a + ".attn_logit_softcapping", c.attn_softcap);

@@ -235,12 +235,9 @@ void Model::forward_batch(const BatchSequence* seqs, int64_t n_seqs, float* logi
   if (opt.profile) ++opt.profile->calls;
   // Rotation angles for these positions (model/rope.h, shared with the trainer).
   for_each_token(n, pool, [&](int64_t t) {
-    rope_cos_sin(scratch.rope_table.data() + t * c.rope_dims, position[t], c.rope_theta,
-                 c.rope_dims, c.rope_freq_factors, c.rope_freq_scale);
-    // Sliding layers of Gemma 3 rotate with their own base and no scaling (as llama.cpp).
+    c.rope_table(scratch.rope_table.data() + t * c.rope_dims, position[t]);
     if (c.rope_theta_local > 0)
-      rope_cos_sin(scratch.rope_table_local.data() + t * c.rope_dims, position[t],
-                   c.rope_theta_local, c.rope_dims, {}, 1.0f);
+      c.rope_table(scratch.rope_table_local.data() + t * c.rope_dims, position[t], true);
     const BatchSequence& s = seqs[sequence[t]];
     float* xt = scratch.x.data() + t * c.dim;
     weights_.token_embedding.dequantize_row(s.tokens[position[t] - s.pos0], xt);

@@ -235,6 +235,27 @@ void write_synth_model(const SynthOptions& opt, const std::string& path) {
     }
   }
   if (opt.rope_linear_factor > 0) c.rope_freq_scale = 1.0f / opt.rope_linear_factor;
+  if (opt.yarn_factor > 0 || opt.longrope) {
+    if (opt.rope_original <= 0)
+      throw std::invalid_argument("synth: yarn and longrope need --rope-original");
+    c.rope_original_context = opt.rope_original;
+  }
+  if (opt.yarn_factor > 0) {
+    c.rope_yarn = true;
+    c.rope_freq_scale = 1.0f / opt.yarn_factor;
+  }
+  if (opt.longrope) {  // Phi-3-128k-like factors: near 1 for fast pairs, growing for slow ones
+    Rng factors_rng(opt.seed ^ 0x5eedu);
+    for (int64_t i = 0; i < c.rope_dims / 2; ++i) {
+      const float slow = float(i) / float(c.rope_dims / 2);
+      c.rope_freq_factors.push_back(1.0f + slow * (1.0f + 0.5f * factors_rng.symmetric()));
+      c.rope_long_factors.push_back(1.0f + 8.0f * slow * (1.0f + 0.5f * factors_rng.symmetric()));
+    }
+    const double scale = double(c.context_length) / double(opt.rope_original);
+    c.rope_attn_factor =
+        scale > 1 ? float(std::sqrt(1 + std::log(scale) / std::log(double(opt.rope_original))))
+                  : 1.0f;
+  }
   if (opt.llama3_factor > 0)
     c.rope_freq_factors = llama3_rope_factors(c.rope_dims, c.rope_theta, opt.llama3_factor, 1.0f,
                                               4.0f, opt.llama3_original);

@@ -24,6 +24,9 @@ struct SynthOptions {
   int64_t head_dim = 0;          // 0: dim / heads
   int64_t sliding_window = 0;    // gemma, phi3: 0 takes the real models' (4096 / 512 / 2047)
   float rope_linear_factor = 0;  // > 0: linear rope scaling (gemma3's global layers)
+  float yarn_factor = 0;         // > 0: YaRN rope scaling with this factor over rope_original
+  bool longrope = false;         // LongRoPE: random short / long factors beyond rope_original
+  int64_t rope_original = 0;     // original context of YaRN / LongRoPE
   float rope_theta = 10000.0f;
   // > 0: Llama-3 rope scaling with this factor (low/high frequency factors 1 and 4) over an
   // original context of llama3_original positions, stored as rope_freqs.weight.

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <thread>
@@ -183,6 +185,59 @@ TEST(ModelConfig, Llama3RopeFactorsFollowTheReferenceBands) {
   EXPECT_FLOAT_EQ(f.front(), 1.0f);  // highest frequency: wavelength far below 8192/4
   EXPECT_FLOAT_EQ(f.back(), 8.0f);   // lowest frequency: wavelength above 8192
   for (size_t i = 1; i < f.size(); ++i) EXPECT_GE(f[i], f[i - 1]);  // monotone in between
+}
+
+// YaRN against transformers' formulation (_compute_yarn_parameters, in double): inverse
+// frequencies blended between interpolation and extrapolation by a linear ramp over the
+// correction range, cos and sin times 0.1 ln(factor) + 1. Qwen2.5's long-context settings.
+TEST(ModelConfig, YarnTableFollowsTransformers) {
+  model::ModelConfig c;
+  c.rope_dims = 128;
+  c.rope_theta = 1000000.0f;
+  c.rope_yarn = true;
+  c.rope_freq_scale = 0.25f;
+  c.rope_original_context = 32768;
+  const double factor = 4, base = 1e6, dim = 128, orig = 32768;
+  auto corr = [&](double rot) {
+    return dim * std::log(orig / (rot * 2 * M_PI)) / (2 * std::log(base));
+  };
+  const double low = std::max(0.0, std::floor(corr(32))),
+               high = std::min(dim - 1, std::ceil(corr(1)));
+  const double mscale = 0.1 * std::log(factor) + 1;
+  std::vector<float> cs(128);
+  for (int64_t pos : {0, 1, 17, 3000}) {
+    c.rope_table(cs.data(), pos);
+    for (int i = 0; i < 64; ++i) {
+      const double extrap = 1.0 / std::pow(base, 2.0 * i / dim), interp = extrap / factor;
+      const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+      const double inv_freq = interp * ramp + extrap * (1 - ramp);
+      const double angle = double(pos) * inv_freq;
+      EXPECT_NEAR(cs[2 * i], std::cos(angle) * mscale, 3e-3) << pos << " " << i;
+      EXPECT_NEAR(cs[2 * i + 1], std::sin(angle) * mscale, 3e-3) << pos << " " << i;
+    }
+  }
+}
+
+// LongRoPE as transformers' Phi-3: angle pos / (factor_i * base^(2i/d)), cos and sin times the
+// attention factor; the short factors within the original context, the long ones past it.
+TEST(ModelConfig, LongRopeUsesShortThenLongFactors) {
+  model::ModelConfig c;
+  c.rope_dims = 8;
+  c.rope_theta = 10000.0f;
+  c.rope_original_context = 4096;
+  c.rope_freq_factors = {1.0f, 1.5f, 2.0f, 3.0f};
+  c.rope_long_factors = {1.0f, 4.0f, 9.0f, 20.0f};
+  c.rope_attn_factor = 1.19f;
+  std::vector<float> cs(8);
+  for (int64_t pos : {5, 4095, 4096, 9000}) {
+    c.rope_table(cs.data(), pos);
+    const auto& f = pos < 4096 ? c.rope_freq_factors : c.rope_long_factors;
+    for (int i = 0; i < 4; ++i) {
+      const double angle = double(pos) / (f[size_t(i)] * std::pow(10000.0, 2.0 * i / 8));
+      EXPECT_NEAR(cs[2 * i], 1.19 * std::cos(angle), 3e-3) << pos << " " << i;
+      EXPECT_NEAR(cs[2 * i + 1], 1.19 * std::sin(angle), 3e-3) << pos << " " << i;
+    }
+  }
 }
 
 }  // namespace
