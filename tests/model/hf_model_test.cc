@@ -310,11 +310,27 @@ TEST_F(HfBadFolder, ConfigFields) {
                     "'rms_norm_eps' is string, expected a number");
   expect_load_error(folder("arch", [](json& c) { c["architectures"] = {"GPT2LMHeadModel"}; }),
                     "config.json", "unsupported architecture 'GPT2LMHeadModel'");
-  expect_load_error(folder("yarn",
+  expect_load_error(folder("dynamic",
                            [](json& c) {
-                             c["rope_scaling"] = {{"type", "yarn"}};
+                             c["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
                            }),
-                    "config.json", "unsupported rope_scaling type 'yarn'");
+                    "config.json", "unsupported rope_scaling type 'dynamic'");
+  expect_load_error(folder("yarn_beta",
+                           [](json& c) {
+                             c["rope_scaling"] = {{"type", "yarn"},
+                                                  {"factor", 4.0},
+                                                  {"original_max_position_embeddings", 32},
+                                                  {"beta_fast", 16}};
+                           }),
+                    "config.json", "beta_fast != 32");
+  expect_load_error(folder("longrope_short",
+                           [](json& c) {
+                             c["original_max_position_embeddings"] = 32;
+                             c["rope_scaling"] = {{"type", "longrope"},
+                                                  {"short_factor", {1.0, 2.0}},
+                                                  {"long_factor", {1.0, 2.0}}};
+                           }),
+                    "config.json", "must be a list of");
   expect_load_error(folder("vocab", [](json& c) { c["vocab_size"] = 999; }), "config.json",
                     "vocab_size is 999 but model.embed_tokens.weight has 320 rows");
   expect_load_error(folder("heads", [](json& c) { c["num_key_value_heads"] = 3; }), "config.json",
