@@ -96,6 +96,14 @@ for arch in $archs; do
     --type f32 --seed 5 "${flags[@]}" -o "$out/$arch-synth.gguf" >"$out/$arch.log" 2>&1
   rm -rf "$out/$arch-hf"
   build/shrike export-hf "$out/$arch-synth.gguf" -o "$out/$arch-hf" --type f32 >>"$out/$arch.log" 2>&1
+  if [ "$arch" = mistral ]; then  # Mistral-7B-v0.2's config: MistralForCausalLM, no window
+    python3 - "$out/$arch-hf/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(architectures=["MistralForCausalLM"], model_type="mistral", sliding_window=None)
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+PY
+  fi
   class=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['architectures'][0])" "$out/$arch-hf/config.json")
   vocab=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['vocab_size'])" "$out/$arch-hf/config.json")
   build/shrike convert "$out/$arch-hf" -o "$out/$arch.gguf" --type f32 >>"$out/$arch.log" 2>&1
