@@ -66,4 +66,21 @@ std::variant<engine::GenerationRequest, ApiError> to_generation_request(ParsedRe
   return g;
 }
 
+ApiError submit_refusal(const engine::SubmitResult& sub, bool server_draining,
+                        const std::string& model_name) {
+  switch (sub.status) {
+    case engine::SubmitStatus::QueueFull:
+      return queue_full(sub.message.empty()
+                            ? "The request queue is full; retry later."
+                            : "The request queue is full; retry later (" + sub.message + ").");
+    case engine::SubmitStatus::Draining:
+      if (!server_draining) return model_not_found(model_name);
+      return unavailable("The server is shutting down and accepts no new requests.");
+    case engine::SubmitStatus::Invalid:
+    case engine::SubmitStatus::Accepted:
+      break;
+  }
+  return bad_request(sub.message.empty() ? "Invalid request." : sub.message);
+}
+
 }  // namespace shrike::server

@@ -42,4 +42,11 @@ struct RequestContext {
 std::variant<engine::GenerationRequest, ApiError> to_generation_request(ParsedRequest& p,
                                                                         const RequestContext& ctx);
 
+// The error for a submission the engine refused (not Accepted): 429 for a full queue, 400 for an
+// invalid request, and for a draining engine 503 while the server shuts down, 404 otherwise: an
+// engine drains alone only when its model is being removed, and a request that looked the model
+// up just before the removal gets what any request after it gets.
+ApiError submit_refusal(const engine::SubmitResult& sub, bool server_draining,
+                        const std::string& model_name);
+
 }  // namespace shrike::server

@@ -181,23 +181,14 @@ struct StreamJob {
   }
 };
 
-// Answers a submission the engine did not accept.
-void send_refusal(httplib::Response& res, const engine::SubmitResult& sub) {
-  switch (sub.status) {
-    case engine::SubmitStatus::Accepted:
-      return;
-    case engine::SubmitStatus::QueueFull:
-      res.set_header("Retry-After", "1");
-      return send_error(
-          res, queue_full(sub.message.empty()
-                              ? "The request queue is full; retry later."
-                              : "The request queue is full; retry later (" + sub.message + ")."));
-    case engine::SubmitStatus::Draining:
-      return send_error(res,
-                        unavailable("The server is shutting down and accepts no new requests."));
-    case engine::SubmitStatus::Invalid:
-      return send_error(res, bad_request(sub.message.empty() ? "Invalid request." : sub.message));
-  }
+// Answers a submission the engine did not accept. An engine that drains while the server does
+// not belongs to a model being removed (admin DELETE between the request's lookup and its
+// submission): for the client that model is gone, a 404 as for any request after the removal.
+void send_refusal(httplib::Response& res, const engine::SubmitResult& sub, bool server_draining,
+                  const std::string& model_name) {
+  if (sub.status == engine::SubmitStatus::Accepted) return;
+  if (sub.status == engine::SubmitStatus::QueueFull) res.set_header("Retry-After", "1");
+  send_error(res, submit_refusal(sub, server_draining, model_name));
 }
 
 // Streaming: the response becomes server-sent events that `job` provides as they come.
@@ -715,7 +706,8 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
   if (const auto* e = std::get_if<ApiError>(&request)) return send_error(res, *e);
 
   engine::SubmitResult sub = eng->submit(std::move(std::get<engine::GenerationRequest>(request)));
-  if (sub.status != engine::SubmitStatus::Accepted) return send_refusal(res, sub);
+  if (sub.status != engine::SubmitStatus::Accepted)
+    return send_refusal(res, sub, draining.load(), model->name());
 
   auto active_guard = std::make_unique<ActiveStream>(active_mu, active, sub.stream);
   ResponseMeta meta;
@@ -847,7 +839,8 @@ void HttpServer::Impl::model_route(const httplib::Request& req, httplib::Respons
   engine::Engine* eng = &model->engine();
   const auto t0 = Clock::now();
   engine::SubmitResult sub = eng->submit(std::move(std::get<engine::GenerationRequest>(request)));
-  if (sub.status != engine::SubmitStatus::Accepted) return send_refusal(res, sub);
+  if (sub.status != engine::SubmitStatus::Accepted)
+    return send_refusal(res, sub, draining.load(), model->name());
   ActiveStream active_guard(active_mu, active, sub.stream);
   std::string answer;
   engine::StreamEvent ev;

@@ -46,6 +46,20 @@ ApiError err(ParsedRequest p, const RequestContext& c = context()) {
   return std::holds_alternative<ApiError>(r) ? std::get<ApiError>(r) : ApiError{};
 }
 
+TEST(SubmitRefusal, ADrainingEngineIs404UnlessTheServerDrains) {
+  engine::SubmitResult sub;
+  sub.status = engine::SubmitStatus::Draining;
+  const ApiError removed = submit_refusal(sub, false, "racer");
+  EXPECT_EQ(removed.status, 404);
+  EXPECT_NE(removed.message.find("racer"), std::string::npos) << removed.message;
+  EXPECT_EQ(submit_refusal(sub, true, "racer").status, 503);
+  sub.status = engine::SubmitStatus::QueueFull;
+  EXPECT_EQ(submit_refusal(sub, false, "racer").status, 429);
+  sub.status = engine::SubmitStatus::Invalid;
+  sub.message = "max_tokens must be at least 1";
+  EXPECT_EQ(submit_refusal(sub, false, "racer").status, 400);
+}
+
 TEST(GenerationRequest, TextPromptIsEncodedWithTheModelsBos) {
   const auto g = ok(parsed(R"({"prompt": "hello world", "max_tokens": 5, "stop": ["x"]})"));
   EXPECT_EQ(g.prompt, tok().encode("hello world", true, true));

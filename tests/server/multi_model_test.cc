@@ -349,6 +349,40 @@ TEST_F(MultiModelTest, TheAdminRouteAddsAndRemovesAModelWithoutARestart) {
   EXPECT_EQ(complete(port(), "beta", "hi", 4).status, 200);
 }
 
+// Requests racing a model's removal get their answer (200) or 404, never 503: a request that
+// looked the model up just before the DELETE and submits just after finds its engine draining,
+// which is the model's end, not the server's. Four clients send short requests to a model added
+// for the purpose while it is removed; all must be 200 or 404 and the other models stay served.
+TEST_F(MultiModelTest, RequestsRacingARemovalGet200Or404) {
+  const std::string path = (*dir_ / "b.gguf").string();
+  for (int round = 0; round < 3; ++round) {
+    const Reply added = request(port(), "POST", "/admin/models",
+                                json{{"name", "racer"}, {"path", path}}.dump(), kAdminKey);
+    ASSERT_EQ(added.status, 201) << added.body;
+    std::atomic<bool> removed{false};
+    std::atomic<int> ok{0}, gone{0}, other{0};
+    std::vector<std::thread> clients;
+    for (int c = 0; c < 4; ++c)
+      clients.emplace_back([&] {
+        // Until some requests after the removal have come back.
+        for (int after = 0; after < 20;) {
+          const int status = complete(port(), "racer", "hi", 2).status;
+          (status == 200 ? ok : status == 404 ? gone : other).fetch_add(1);
+          if (removed.load()) ++after;
+        }
+      });
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    const Reply r = request(port(), "DELETE", "/admin/models/racer", "", kAdminKey);
+    removed = true;
+    for (auto& t : clients) t.join();
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_GT(ok.load(), 0);
+    EXPECT_GT(gone.load(), 0);
+    EXPECT_EQ(other.load(), 0) << "answers other than 200 and 404 in round " << round;
+  }
+  EXPECT_EQ(complete(port(), "beta", "hi", 4).status, 200);
+}
+
 // Without --admin-key the admin routes do not exist.
 TEST(MultiModelAdmin, RoutesAreOffWithoutAKey) {
   const fs::path dir = fs::temp_directory_path() / ("shrike_admin_off_" + std::to_string(getpid()));
