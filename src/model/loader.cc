@@ -98,6 +98,16 @@ std::unique_ptr<Model> make_model(const std::string& path, ModelConfig c, const 
 
 }  // namespace
 
+// llama.cpp's gemma2 / gemma3 attention scale, which no GGUF key carries: 1 / sqrt(dim / heads)
+// for the 27B models (46 and 62 layers: query_pre_attn_scalar 144 and 168), 1 / sqrt(head_dim)
+// for the others (query_pre_attn_scalar = head_dim).
+static float gemma_default_attention_scale(const ModelConfig& c) {
+  if ((c.architecture == "gemma2" && c.n_layers == 46) ||
+      (c.architecture == "gemma3" && c.n_layers == 62))
+    return 1.0f / std::sqrt(float(c.dim / c.n_heads));
+  return 1.0f / std::sqrt(float(c.head_dim));
+}
+
 ModelConfig config_from_gguf(const gguf::GgufFile& f) {
   const std::string& path = f.path();
   ModelConfig c;
@@ -187,8 +197,11 @@ ModelConfig config_from_gguf(const gguf::GgufFile& f) {
     c.sliding_window = f.has(key("attention.sliding_window")) ? count("attention.sliding_window")
                                                               : (a == "gemma2" ? 4096 : 0);
     if (a == "gemma3") c.rope_theta_local = 10000.0f;
-    if ((a == "gemma2" && c.n_layers == 46) || (a == "gemma3" && c.n_layers == 62))
-      c.attention_scale = 1.0f / std::sqrt(float(c.dim / c.n_heads));
+    c.attention_scale = gemma_default_attention_scale(c);
+    // A scale llama.cpp's rule does not give (a pruned 27B's query_pre_attn_scalar, say) is kept
+    // under the key llama.cpp uses for other families' attention scale.
+    if (f.has(key("attention.scale")))
+      c.attention_scale = float(f.get_float_or(key("attention.scale"), 0.0));
     c.attn_softcap = float(f.get_float_or(key("attn_logit_softcapping"), 0.0));
     c.final_softcap = float(f.get_float_or(key("final_logit_softcapping"), 0.0));
   } else if (f.has(key("attention.sliding_window"))) {
@@ -258,6 +271,9 @@ void add_config_to_gguf(const ModelConfig& c, gguf::GgufWriter& w) {
   if (c.sliding_window > 0)
     w.set_uint32(a + ".attention.sliding_window", uint32_t(c.sliding_window));
   if (c.attn_softcap > 0) w.set_float32(a + ".attn_logit_softcapping", c.attn_softcap);
+  if ((a == "gemma2" || a == "gemma3") &&
+      c.attention_scale_or_default() != gemma_default_attention_scale(c))
+    w.set_float32(a + ".attention.scale", c.attention_scale_or_default());
   if (c.final_softcap > 0) w.set_float32(a + ".final_logit_softcapping", c.final_softcap);
   // The rest of Gemma's and Qwen3's departures follow from the architecture name and the
   // tensors present (config_from_gguf); a configuration that has them under another name

@@ -241,6 +241,21 @@ TEST(HfArch, Gemma2ReadsWhatTheConfigAndArchitectureImply) {
   EXPECT_FLOAT_EQ(float(f.get_float("gemma2.attn_logit_softcapping")), 50.0f);
 }
 
+// A query_pre_attn_scalar llama.cpp's rule would not give (it keys the scale on the 27B depths)
+// survives conversion under gemma2.attention.scale: the converted file runs like the folder.
+TEST(HfArch, Gemma2QueryPreAttnScalarSurvivesConversion) {
+  const std::string dir = hf_folder("gemma2", synth("gemma2", 4));
+  json config = json::parse(hftest::read_text(dir + "/config.json"));
+  config["query_pre_attn_scalar"] = 24;
+  hftest::write_text(dir + "/config.json", config.dump());
+  EXPECT_FLOAT_EQ(model::HfCheckpoint::open(dir).config().attention_scale, 1.0f / std::sqrt(24.0f));
+  const std::string conv = convert(dir, "gemma2_scalar");
+  EXPECT_FLOAT_EQ(float(gguf::GgufFile::open(conv).get_float("gemma2.attention.scale")),
+                  1.0f / std::sqrt(24.0f));
+  EXPECT_EQ(logits(conv), logits(dir));
+  EXPECT_NE(logits(conv), logits(synth("gemma2", 4))) << "the scale must matter";
+}
+
 TEST(HfArch, Gemma3HasFiveSlidingLayersOfSixWithALocalRopeBase) {
   check_family("gemma3", 7);
   const auto c = model::HfCheckpoint::open(hf_folder("gemma3", synth("gemma3", 7))).config();
