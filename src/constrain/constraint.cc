@@ -50,12 +50,109 @@ std::shared_ptr<TokenMask> walk_trie(const TokenVocab& v, int32_t state, bool at
 
 }  // namespace
 
+// The strings the automaton accepts from `state`, when they are few and short (a choice list
+// and the like): false for a language too large, or infinite (a cycle runs past the length cap).
+static bool finite_language(const Automaton& a, int32_t state, std::string& prefix,
+                            std::vector<std::string>& out, int64_t& budget) {
+  constexpr size_t kMaxStrings = 512, kMaxLength = 512;
+  // Each visit scans 256 bytes: a few thousand visits at most, once per state (masks are cached).
+  if (prefix.size() > kMaxLength || --budget < 0) return false;
+  if (a.accepting(state)) {
+    if (out.size() >= kMaxStrings) return false;
+    out.push_back(prefix);
+  }
+  for (int b = 0; b < 256; ++b) {
+    const int32_t t = a.step(state, uint8_t(b));
+    if (t < 0) continue;
+    prefix.push_back(char(b));
+    const bool ok = finite_language(a, t, prefix, out, budget);
+    prefix.pop_back();
+    if (!ok) return false;
+  }
+  return true;
+}
+
 std::shared_ptr<const TokenMask> Constraint::compute(int32_t state, bool at_start) const {
-  if (!holes_)
-    return walk_trie(*vocab_, state, at_start, automaton_.accepting(state),
-                     [this](int32_t s, uint8_t b) { return automaton_.step(s, b); });
-  return walk_trie(*vocab_, state, at_start, accepting(state),
-                   [this](int32_t s, uint8_t b) { return step(s, b); });
+  std::shared_ptr<TokenMask> m =
+      holes_ ? walk_trie(*vocab_, state, at_start, accepting(state),
+                         [this](int32_t s, uint8_t b) { return step(s, b); })
+             : walk_trie(*vocab_, state, at_start, automaton_.accepting(state),
+                         [this](int32_t s, uint8_t b) { return automaton_.step(s, b); });
+  // Where several tokens could spell what comes next, the tokenizer's own tokens (see
+  // TokenVocab::encode): over a small finite language each remaining string's first token;
+  // otherwise, for text every continuation begins with, that text's first token.
+  if (m->count > 1 && vocab_->has_encoder() &&
+      !(holes_ == nullptr && canonical_only(*m, state, at_start)))
+    canonical_forced_text(*m, state, at_start);
+  return m;
+}
+
+bool Constraint::canonical_only(TokenMask& m, int32_t state, bool at_start) const {
+  // Over a small finite language (choices), a token is allowed only where it is the encoder's
+  // first token for one of the strings that remain: a choice then costs the tokens its
+  // tokenization has, not whatever split a model happens to sample ("talk to a human" in 4
+  // tokens, never 11 that a max_tokens of 4 would cut). Each string's tokens must spell it and
+  // stay alive, or nothing is restricted.
+  std::vector<std::string> rest;
+  std::string prefix;
+  int64_t budget = 8192;
+  if (!finite_language(automaton_, state, prefix, rest, budget)) return false;
+  const TokenVocab& v = *vocab_;
+  const bool space = at_start && v.strip_leading_space();  // the dropped dummy-prefix space
+  decode::TokenBitset allowed(v.size());
+  for (const std::string& r : rest) {
+    if (r.empty()) {  // the text may end here: EOS stays
+      if (v.eos() >= 0) allowed.set(v.eos());
+      continue;
+    }
+    const std::string text = space ? " " + r : r;
+    const std::vector<int32_t> tokens = v.encode(text);
+    std::string spelled;
+    int32_t s = state;
+    bool start = at_start;
+    for (int32_t t : tokens) {
+      if (t < 0 || t >= v.size() || !v.usable(t)) return false;
+      spelled += v.bytes(t);
+      if ((s = next(s, start, t)) < 0) return false;
+      start = false;
+    }
+    if (tokens.empty() || spelled != text) return false;
+    allowed.set(tokens.front());
+  }
+  for (int64_t i = 0; i < allowed.size(); ++i)
+    if (allowed.test(i) && !m.allowed.test(i)) return false;  // (cannot happen: a guard)
+  m.allowed = std::move(allowed);
+  m.count = m.allowed.count();
+  m.only = m.count == 1 ? int32_t(m.allowed.first()) : -1;
+  return true;
+}
+
+void Constraint::canonical_forced_text(TokenMask& m, int32_t state, bool at_start) const {
+  const TokenVocab& v = *vocab_;
+  if (at_start) return;  // (the first token: leave its spacing to the model)
+  const std::string text = forced_bytes(state);
+  if (text.empty()) return;
+  const std::vector<int32_t> tokens = v.encode(text);
+  // They must spell exactly the forced text, each allowed in turn.
+  std::string spelled;
+  int32_t s = state;
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= v.size() || !v.usable(t)) return;
+    spelled += v.bytes(t);
+    if ((s = next(s, false, t)) < 0) return;
+  }
+  if (tokens.empty() || spelled != text || !m.allowed.test(tokens.front())) return;
+  // The text's last token may be the start of a longer one that spans what follows (" a" of
+  // " an agent"): it is forced only where the text ends the constraint.
+  if (tokens.size() == 1) {
+    if (!accepting(s)) return;
+    for (int b = 0; b < 256; ++b)
+      if (step(s, uint8_t(b)) >= 0) return;
+  }
+  m.allowed = decode::TokenBitset(v.size());
+  m.allowed.set(tokens.front());
+  m.count = 1;
+  m.only = tokens.front();
 }
 
 std::shared_ptr<const TokenMask> Constraint::mask(int32_t state, bool at_start) const {

@@ -66,7 +66,12 @@ class Constraint {
 
   // The tokens allowed in `state`: usable tokens whose bytes keep the automaton alive, plus EOS
   // where the state accepts. at_start: the first output token, whose leading ' ' the
-  // detokeniser drops (TokenVocab::strip_leading_space). Thread-safe.
+  // detokeniser drops (TokenVocab::strip_leading_space). With a vocabulary that has an encoder
+  // (TokenVocab::from_tokenizer), only the tokenizer's own tokens where several could spell
+  // what follows: over a small finite language (choices) the first token of each remaining
+  // string's tokenization; for text every continuation begins with (a key, a choice's remainder)
+  // that text's first token, its last one only where the text ends the constraint (" a" may
+  // begin " an"). So a choice costs the tokens its tokenization has. Thread-safe.
   std::shared_ptr<const TokenMask> mask(int32_t state, bool at_start) const;
   // The state after `token`, or kDead when the mask would not allow it (EOS: the same state
   // when accepting).
@@ -77,6 +82,10 @@ class Constraint {
 
  private:
   std::shared_ptr<const TokenMask> compute(int32_t state, bool at_start) const;
+  // compute()'s restrictions to the encoder's tokens: over a small finite language (false when
+  // the language from `state` is not one), and for forced text.
+  bool canonical_only(TokenMask& m, int32_t state, bool at_start) const;
+  void canonical_forced_text(TokenMask& m, int32_t state, bool at_start) const;
   // For a constraint with holes: which states some token may carry into a hole (a walk of at
   // most the vocabulary's longest token reaches a hole state).
   void find_states_near_holes();
@@ -120,6 +129,7 @@ class ConstraintState {
   bool accepting() const { return c_->accepting(state_); }
   // Nothing but EOS may follow (or EOS has been consumed): the request can finish.
   bool is_complete() const;
+
   int32_t state() const { return state_; }
   const Constraint& constraint() const { return *c_; }
 

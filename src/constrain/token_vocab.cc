@@ -82,8 +82,14 @@ std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const tokenizer::To
   for (int32_t i = 0; i < n; ++i)
     if (v.types[size_t(i)] == TokenType::Byte && normal.count(bytes[size_t(i)]))
       usable[size_t(i)] = 0;
-  return std::make_shared<const TokenVocab>(std::move(bytes), std::move(usable), tok.eos(),
+  auto vocab = std::make_shared<TokenVocab>(std::move(bytes), std::move(usable), tok.eos(),
                                             tok.strips_leading_space());
+  // Mid-sequence text (no dummy-prefix space). Whatever comes out is checked against the
+  // constraint byte for byte (Constraint::compute). The vocabulary keeps its own tokenizer:
+  // it is shared by constraints that may outlive the caller's (a command's local tokenizer).
+  auto own = std::make_shared<const tokenizer::Tokenizer>(tokenizer::Vocab(v));
+  vocab->set_encoder([own](std::string_view text) { return own->encode_continuation(text); });
+  return vocab;
 }
 
 }  // namespace shrike::constrain

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shrike::tokenizer {
@@ -28,7 +30,18 @@ class TokenVocab {
   // From a tokenizer: bytes = token_to_piece. Control, unknown and unused tokens are not usable
   // (EOS is handled apart), nor are byte-fallback tokens (<0xNN>) whose byte a normal token
   // also spells: SentencePiece never produces those, so a model has not seen them there.
+  // The encoder is a copy of the tokenizer, owned by the vocabulary.
   static std::shared_ptr<const TokenVocab> from_tokenizer(const tokenizer::Tokenizer& tok);
+
+  // The tokenizer's own tokenization of a text (no BOS / EOS): how jump-forward emits text the
+  // constraint forces, so that a choice costs the tokens it is known to cost. Without an encoder
+  // (vocabularies built by hand) forced text is left to the sampler token by token.
+  using Encoder = std::function<std::vector<int32_t>(std::string_view)>;
+  void set_encoder(Encoder e) { encoder_ = std::move(e); }
+  bool has_encoder() const { return bool(encoder_); }
+  std::vector<int32_t> encode(std::string_view text) const {
+    return encoder_ ? encoder_(text) : std::vector<int32_t>{};
+  }
 
   int32_t size() const { return int32_t(bytes_.size()); }
   int32_t eos() const { return eos_; }
@@ -56,6 +69,7 @@ class TokenVocab {
   std::vector<Node> nodes_;
   std::vector<int32_t> tokens_;
   int32_t max_depth_ = 0;
+  Encoder encoder_;
 };
 
 }  // namespace shrike::constrain

@@ -90,6 +90,15 @@ void Tokenizer::encode_text(std::string_view text, std::vector<int32_t>& out) co
     wpm_->encode(text, out);
 }
 
+std::vector<int32_t> Tokenizer::encode_continuation(std::string_view text) const {
+  std::vector<int32_t> out;
+  if (spm_)
+    spm_->encode(text, false, out);
+  else
+    encode_text(text, out);
+  return out;
+}
+
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
                                        bool parse_special) const {
   std::vector<int32_t> out;

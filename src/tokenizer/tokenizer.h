@@ -35,6 +35,11 @@ class Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_bos,
                               bool parse_special = false) const;
 
+  // Text that continues an output (no BOS, no added-token scan, no SentencePiece dummy-prefix
+  // space): how the tokenizer splits it mid-sequence, so a word's remainder ("anted") gets the
+  // pieces that follow a piece inside the word. Constrained decoding emits forced text with it.
+  std::vector<int32_t> encode_continuation(std::string_view text) const;
+
   // Text of one token: SPM "▁" -> ' ' and <0xXX> -> the byte; byte-level BPE pieces mapped back
   // to bytes; WordPiece "▁" -> ' '; user-defined tokens as written; control tokens -> "".
   // Throws std::out_of_range for an id outside [0, n_vocab).

@@ -107,6 +107,64 @@ TEST(JumpForward, ForcedTokensWhileOnlyOneIsAllowed) {
   EXPECT_TRUE(st.is_complete());
 }
 
+// Forced text that several tokens could spell is taken in the encoder's tokens: a choice's
+// remainder costs what the tokenizer says (3 tokens for " to a human", not up to 11 single
+// characters a weak model might pick); a remainder that does not end the constraint keeps its
+// last token for the model (" a" may be the start of " an"); encoder output that does not spell
+// the text is not used.
+TEST(JumpForward, ForcedTextTakesTheEncodersTokens) {
+  //                             0   1       2     3     4     5      6         7       8
+  std::vector<std::string> bytes{"", "talk", " to", " t", "o", " a", " human", " an", " agent",
+                                 // 9  10   11   12   13   14   15   16   17   18  19
+                                 " ", "t", "a", "l", "k", "h", "u", "m", "n", "g", "e"};
+  std::vector<uint8_t> usable(bytes.size(), 1);
+  usable[0] = 0;
+  auto v = std::make_shared<TokenVocab>(bytes, usable, 0, false);
+  // Greedy longest match: this vocabulary's "canonical" tokens.
+  v->set_encoder([bytes](std::string_view text) {
+    std::vector<int32_t> out;
+    while (!text.empty()) {
+      int32_t best = -1;
+      for (int32_t i = 1; i < int32_t(bytes.size()); ++i)
+        if (text.starts_with(bytes[size_t(i)]) &&
+            (best < 0 || bytes[size_t(i)].size() > bytes[size_t(best)].size()))
+          best = i;
+      if (best < 0) return std::vector<int32_t>{};
+      out.push_back(best);
+      text.remove_prefix(bytes[size_t(best)].size());
+    }
+    return out;
+  });
+  {
+    auto c = std::make_shared<const Constraint>(choices_automaton({"talk to a human", "track"}), v);
+    ConstraintState st(c);
+    EXPECT_TRUE(st.forced_tokens().empty()) << "the first token is the model's";
+    ASSERT_TRUE(st.advance(1));                                      // "talk"
+    EXPECT_EQ(st.forced_tokens(), (std::vector<int32_t>{2, 5, 6}));  // " to", " a", " human"
+    EXPECT_EQ(st.forced_tokens(2), (std::vector<int32_t>{2, 5}));
+    for (int32_t t : st.forced_tokens()) ASSERT_TRUE(st.advance(t));
+    EXPECT_TRUE(st.is_complete());
+  }
+  {
+    auto c = std::make_shared<const Constraint>(
+        choices_automaton({"talk to a human", "talk to an agent"}), v);
+    ConstraintState st(c);
+    ASSERT_TRUE(st.advance(1));
+    // " to a" is forced; " a" may be the start of " an": only " to" is taken.
+    EXPECT_EQ(st.forced_text(), " to a");
+    EXPECT_EQ(st.forced_tokens(), (std::vector<int32_t>{2}));
+  }
+  {
+    auto wrong = std::make_shared<TokenVocab>(bytes, usable, 0, false);
+    wrong->set_encoder([](std::string_view) { return std::vector<int32_t>{3, 4}; });  // " t" "o"
+    auto c =
+        std::make_shared<const Constraint>(choices_automaton({"talk to a human", "track"}), wrong);
+    ConstraintState st(c);
+    ASSERT_TRUE(st.advance(1));
+    EXPECT_TRUE(st.forced_tokens().empty()) << "tokens that do not spell the text are refused";
+  }
+}
+
 TEST(ConstraintCache, CompilesEachSpecOnceAndRemembersErrors) {
   ConstraintCache cache(tiny_vocab(false), /*capacity=*/2);
   ConstraintSpec choice{ConstraintSpec::Kind::Choice, {"ab", "c"}, {}, {}};

@@ -189,6 +189,35 @@ TEST(ConstrainedEngine, Stories260KGreedyValidAndJumpForwardEqual) {
   check_jump_forward(m, 0);
 }
 
+// A choice costs the tokens of its own tokenization, whatever the model samples: with max_tokens
+// the longest choice's token count (+ EOS), every answer at temperature 1 is a whole choice, on
+// a real vocabulary (stories260K's SentencePiece) and a random one (synth). Before, a model free
+// to pick " w" "ant" "ed" for " wanted" spent 19-33 tokens on a 13-token choice.
+TEST(ConstrainedEngine, ChoicesFitTheirTokenizersTokenCount) {
+  SHRIKE_REQUIRE_SHARED("reference/stories260K/stories260K.gguf");
+  static const Loaded stories =
+      load_gguf(testing::shared_dir() + "/reference/stories260K/stories260K.gguf");
+  const ConstraintSpec spec{ConstraintSpec::Kind::Choice,
+                            {"she wanted to play with the big red ball", "she was sad",
+                             "talk to a human", "talk to an agent"},
+                            {},
+                            {}};
+  for (const Loaded* m : {&stories, &synth()}) {
+    int64_t longest = 0;
+    for (const std::string& c : spec.choices)  // " " + c: the dummy prefix the answer drops
+      longest = std::max<int64_t>(longest, int64_t(m->tok->encode(c, false).size()));
+    std::vector<GenerationRequest> reqs;
+    for (uint64_t seed = 1; seed <= 24; ++seed) {
+      reqs.push_back(request(*m, spec, "Lily said", 1.0f, seed));
+      reqs.back().max_tokens = longest + 1;
+    }
+    for (const auto& out : run(*m, reqs, config())) {
+      EXPECT_TRUE(valid(spec, out.text)) << "'" << out.text << "' cut at " << longest + 1;
+      EXPECT_EQ(out.last.finish_reason, FinishReason::Stop) << out.text;
+    }
+  }
+}
+
 TEST(ConstrainedEngine, ConcurrentEqualsSolo) {
   const Loaded& m = synth();
   std::vector<GenerationRequest> reqs;
@@ -202,16 +231,16 @@ TEST(ConstrainedEngine, ConcurrentEqualsSolo) {
   }
 }
 
-TEST(ConstrainedEngine, FullyForcedNeedsOneModelCall) {
+TEST(ConstrainedEngine, FullyForcedNeedsNoModelCall) {
   const Loaded& m = synth();
-  // One character: one token spells it (byte-fallback twins are masked). The first model call
-  // remains: at the start the dropped dummy-prefix space alone is allowed too (the model may
-  // emit it first, as SentencePiece-encoded answers begin with it); "7" is forced after it.
+  // One choice: its tokens are the tokenizer's (the dummy-prefix space and "7" as the encoder
+  // spells " 7"), so nothing is left to the model and jump-forward answers without a model call.
+  // Without the tokenizer's tokens the model could also begin with the dropped space alone.
   const ConstraintSpec one{ConstraintSpec::Kind::Choice, {"7"}, {}, {}};
   const auto out = run(m, {request(m, one, "Question")}, config());
   EXPECT_EQ(out[0].text, "7");
   EXPECT_EQ(out[0].last.finish_reason, FinishReason::Stop);
-  EXPECT_EQ(out[0].last.model_steps, 1);
+  EXPECT_EQ(out[0].last.model_steps, 0);
   const auto stepped = run(m, {request(m, one, "Question")}, config(false));
   EXPECT_EQ(stepped[0].tokens, out[0].tokens);
   EXPECT_EQ(stepped[0].last.model_steps, int64_t(out[0].tokens.size()));
