@@ -1,5 +1,6 @@
 #include "constrain/constraint.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace shrike::constrain {
@@ -93,9 +94,38 @@ bool Constraint::canonical_only(TokenMask& m, int32_t state, bool at_start) cons
   // tokenization has, not whatever split a model happens to sample ("talk to a human" in 4
   // tokens, never 11 that a max_tokens of 4 would cut). Each string's tokens must spell it and
   // stay alive, or nothing is restricted.
+  std::call_once(finite_once_, [this] {
+    // Peel states whose successors are all peeled, from the sinks up: what remains reaches a
+    // cycle (an infinite language: a JSON string, a repetition).
+    const Automaton& a = automaton_;
+    const int32_t n = a.n_states();
+    std::vector<std::vector<int32_t>> preds(static_cast<size_t>(n));
+    std::vector<int32_t> out_degree(static_cast<size_t>(n), 0);
+    for (int32_t s = 0; s < n; ++s) {
+      std::vector<int32_t> succ;
+      for (int b = 0; b < 256; ++b)
+        if (const int32_t t = a.step(s, uint8_t(b)); t >= 0) succ.push_back(t);
+      std::sort(succ.begin(), succ.end());
+      succ.erase(std::unique(succ.begin(), succ.end()), succ.end());
+      out_degree[size_t(s)] = int32_t(succ.size());
+      for (int32_t t : succ) preds[size_t(t)].push_back(s);
+    }
+    finite_.assign(size_t(n), 0);
+    std::vector<int32_t> ready;
+    for (int32_t s = 0; s < n; ++s)
+      if (out_degree[size_t(s)] == 0) ready.push_back(s);
+    while (!ready.empty()) {
+      const int32_t s = ready.back();
+      ready.pop_back();
+      finite_[size_t(s)] = 1;
+      for (int32_t p : preds[size_t(s)])
+        if (--out_degree[size_t(p)] == 0) ready.push_back(p);
+    }
+  });
+  if (!finite_[size_t(state)]) return false;
   std::vector<std::string> rest;
   std::string prefix;
-  int64_t budget = 8192;
+  int64_t budget = 4096;
   if (!finite_language(automaton_, state, prefix, rest, budget)) return false;
   const TokenVocab& v = *vocab_;
   const bool space = at_start && v.strip_leading_space();  // the dropped dummy-prefix space

@@ -104,6 +104,9 @@ class Constraint {
   std::shared_ptr<const TokenVocab> vocab_;
   size_t cache_limit_;
   mutable std::mutex mu_;
+  // [state]: its language is finite (no cycle reachable), for canonical_only; built on first use.
+  mutable std::once_flag finite_once_;
+  mutable std::vector<uint8_t> finite_;
   mutable std::vector<std::shared_ptr<const TokenMask>> by_state_;  // [state * 2 + at_start]
   mutable std::unordered_map<uint64_t, std::vector<std::shared_ptr<const TokenMask>>> by_hash_;
   mutable size_t cached_bytes_ = 0;
