@@ -52,7 +52,7 @@ std::shared_ptr<TokenMask> walk_trie(const TokenVocab& v, int32_t state, bool at
 }  // namespace
 
 // The strings the automaton accepts from `state`, when they are few and short (a choice list
-// and the like): false for a language too large, or infinite (a cycle runs past the length cap).
+// and the like): false for a language too large (the caller has checked it is finite).
 static bool finite_language(const Automaton& a, int32_t state, std::string& prefix,
                             std::vector<std::string>& out, int64_t& budget) {
   constexpr size_t kMaxStrings = 512, kMaxLength = 512;
@@ -86,6 +86,22 @@ std::shared_ptr<const TokenMask> Constraint::compute(int32_t state, bool at_star
       !(holes_ == nullptr && canonical_only(*m, state, at_start)))
     canonical_forced_text(*m, state, at_start);
   return m;
+}
+
+std::vector<int32_t> Constraint::encoder_tokens(int32_t state, bool at_start,
+                                                const std::string& text, int32_t& end) const {
+  const TokenVocab& v = *vocab_;
+  const std::vector<int32_t> tokens = v.encode(text);
+  std::string spelled;
+  end = state;
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= v.size() || !v.usable(t)) return {};
+    spelled += v.bytes(t);
+    if ((end = next(end, at_start, t)) < 0) return {};
+    at_start = false;
+  }
+  if (spelled != text) return {};
+  return tokens;
 }
 
 bool Constraint::canonical_only(TokenMask& m, int32_t state, bool at_start) const {
@@ -135,18 +151,9 @@ bool Constraint::canonical_only(TokenMask& m, int32_t state, bool at_start) cons
       if (v.eos() >= 0) allowed.set(v.eos());
       continue;
     }
-    const std::string text = space ? " " + r : r;
-    const std::vector<int32_t> tokens = v.encode(text);
-    std::string spelled;
-    int32_t s = state;
-    bool start = at_start;
-    for (int32_t t : tokens) {
-      if (t < 0 || t >= v.size() || !v.usable(t)) return false;
-      spelled += v.bytes(t);
-      if ((s = next(s, start, t)) < 0) return false;
-      start = false;
-    }
-    if (tokens.empty() || spelled != text) return false;
+    int32_t end = kDead;
+    const std::vector<int32_t> tokens = encoder_tokens(state, at_start, space ? " " + r : r, end);
+    if (tokens.empty()) return false;
     allowed.set(tokens.front());
   }
   for (int64_t i = 0; i < allowed.size(); ++i)
@@ -162,16 +169,9 @@ void Constraint::canonical_forced_text(TokenMask& m, int32_t state, bool at_star
   if (at_start) return;  // (the first token: leave its spacing to the model)
   const std::string text = forced_bytes(state);
   if (text.empty()) return;
-  const std::vector<int32_t> tokens = v.encode(text);
-  // They must spell exactly the forced text, each allowed in turn.
-  std::string spelled;
-  int32_t s = state;
-  for (int32_t t : tokens) {
-    if (t < 0 || t >= v.size() || !v.usable(t)) return;
-    spelled += v.bytes(t);
-    if ((s = next(s, false, t)) < 0) return;
-  }
-  if (tokens.empty() || spelled != text || !m.allowed.test(tokens.front())) return;
+  int32_t s = kDead;
+  const std::vector<int32_t> tokens = encoder_tokens(state, false, text, s);
+  if (tokens.empty() || !m.allowed.test(tokens.front())) return;
   // The text's last token may be the start of a longer one that spans what follows (" a" of
   // " an agent"): it is forced only where the text ends the constraint.
   if (tokens.size() == 1) {

@@ -86,6 +86,10 @@ class Constraint {
   // the language from `state` is not one), and for forced text.
   bool canonical_only(TokenMask& m, int32_t state, bool at_start) const;
   void canonical_forced_text(TokenMask& m, int32_t state, bool at_start) const;
+  // The encoder's tokens for `text` from (state, at_start) when they spell it exactly and the
+  // automaton takes each in turn (end: the state after them); empty otherwise.
+  std::vector<int32_t> encoder_tokens(int32_t state, bool at_start, const std::string& text,
+                                      int32_t& end) const;
   // For a constraint with holes: which states some token may carry into a hole (a walk of at
   // most the vocabulary's longest token reaches a hole state).
   void find_states_near_holes();

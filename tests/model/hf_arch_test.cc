@@ -25,20 +25,26 @@ using hftest::json;
 
 constexpr int64_t kWindow = 4;  // shorter than the prompt below, so sliding layers mask
 
-std::string synth(const std::string& arch, int64_t layers) {
-  const std::string path = hftest::scratch("synth_" + arch) + "/m.gguf";
+// The tests' shape: 4 query heads over 2 KV heads, f32 weights, a 320-token vocabulary.
+model::SynthOptions small_shape(int64_t layers, uint64_t seed) {
   model::SynthOptions o;
-  o.arch = arch;
   o.dim = 64;
   o.n_layers = layers;
   o.n_heads = 4;
   o.n_kv_heads = 2;
-  o.head_dim = arch == "phi3" ? 0 : 32;  // != dim / heads, as in Qwen3 and Gemma
   o.ffn_dim = 96;
   o.vocab = 320;
   o.context_length = 64;
   o.type = DType::F32;
-  o.seed = 13;
+  o.seed = seed;
+  return o;
+}
+
+std::string synth(const std::string& arch, int64_t layers) {
+  const std::string path = hftest::scratch("synth_" + arch) + "/m.gguf";
+  model::SynthOptions o = small_shape(layers, 13);
+  o.arch = arch;
+  o.head_dim = arch == "phi3" ? 0 : 32;  // != dim / heads, as in Qwen3 and Gemma
   o.tied_output = arch != "phi3";
   o.sliding_window = kWindow;
   if (arch == "gemma3") o.rope_linear_factor = 8;
@@ -284,18 +290,10 @@ TEST(HfArch, Phi3ReadsItsFusedTensorsAndSlidesEveryLayer) {
 }
 
 // Mistral's sliding_window (Mistral-7B-v0.1 has 4096) is honoured, not dropped: a window
-// shorter than the prompt changes the logits; use_sliding_window false (Qwen2) turns it off.
+// shorter than the prompt changes the logits, survives conversion, and a window wider than the
+// prompt masks nothing.
 TEST(HfArch, MistralSlidingWindowIsHonoured) {
-  model::SynthOptions o;
-  o.dim = 64;
-  o.n_layers = 2;
-  o.n_heads = 4;
-  o.n_kv_heads = 2;
-  o.ffn_dim = 96;
-  o.vocab = 320;
-  o.context_length = 64;
-  o.type = DType::F32;
-  o.seed = 3;
+  const model::SynthOptions o = small_shape(2, 3);
   const std::string gguf = hftest::scratch("mistral_synth") + "/m.gguf";
   model::write_synth_model(o, gguf);
   const auto plain = logits(gguf);
