@@ -244,6 +244,15 @@ def json_schema_seeds():
                             {"type": ["integer", "null"]}], "title": "t"},
         "any": {"type": "object"},
         "allof": {"allOf": [{"type": "object", "properties": {"a": {}}}]},
+        "formats": {"type": "object", "properties": {
+            "d": {"type": "string", "format": "date-time"}, "e": {"type": "string", "format": "email",
+                                                               "maxLength": 20},
+            "h": {"type": "string", "format": "hostname", "pattern": "[a-z.]+"},
+            "i": {"type": "string", "format": "ipv6"}, "p": {"type": "string", "format": "duration"}}},
+        "numbers": {"type": "array", "items": {"anyOf": [
+            {"type": "number", "exclusiveMinimum": 0, "maximum": 99.5, "multipleOf": 0.25},
+            {"type": "integer", "minimum": -40, "maximum": 40, "multipleOf": 3},
+            {"type": "number", "minimum": -1.5}]}},
     }
     for name, s in seeds.items():
         put("json_schema", name, json.dumps(s))

@@ -19,10 +19,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The official openai npm package for tests/server's client test (pinned by its package-lock.json).
+# npm packages of two tests, each pinned by its package-lock.json: the official openai client
+# (tests/server) and Ajv, an independent JSON-schema validator (tests/engine's structured outputs).
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-client="$root/tests/server/openai_client"
-if [ ! -f "$client/node_modules/openai/package.json" ]; then
+for pkg in tests/server/openai_client:openai tests/constrain/schema_validator:ajv-formats; do
+  dir="$root/${pkg%%:*}"
+  [ -f "$dir/node_modules/${pkg##*:}/package.json" ] && continue
   if ! command -v npm >/dev/null 2>&1; then
     # These machines come with Node.js 20; elsewhere Debian's own Node.js (18) and npm will do.
     echo "setup: installing nodejs npm"
@@ -32,9 +34,9 @@ if [ ! -f "$client/node_modules/openai/package.json" ]; then
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends nodejs npm
   fi
   if command -v npm >/dev/null 2>&1; then
-    echo "setup: npm ci in tests/server/openai_client"
-    npm ci --prefix "$client" --no-audit --no-fund --loglevel=error
+    echo "setup: npm ci in ${pkg%%:*}"
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
   else
-    echo "setup: npm not found; the openai client test (tests/server) fails until Node.js 20+ is installed" >&2
+    echo "setup: npm not found; the tests using ${pkg%%:*} fail until Node.js 20+ is installed" >&2
   fi
-fi
+done

@@ -184,6 +184,51 @@ Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) 
   return a;
 }
 
+Frag embed_intersection(Nfa& nfa, const Automaton& a, const Automaton& b, int32_t max_states) {
+  std::unordered_map<uint64_t, int32_t> ids;  // (a state, b state) -> NFA state
+  std::vector<std::pair<int32_t, int32_t>> pairs;
+  const int32_t out = nfa.add_state();
+  auto id = [&](int32_t sa, int32_t sb) {
+    const uint64_t key = (uint64_t(uint32_t(sa)) << 32) | uint32_t(sb);
+    const auto [it, fresh] = ids.emplace(key, int32_t(0));
+    if (fresh) {
+      if (int32_t(pairs.size()) >= max_states)
+        throw ConstraintError("constraint too complex: combining its keywords needs more than " +
+                              std::to_string(max_states) + " states");
+      it->second = nfa.add_state();
+      pairs.emplace_back(sa, sb);
+    }
+    return it->second;
+  };
+  const int32_t in = id(a.start(), b.start());
+  bool any_accepting = false;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const auto [sa, sb] = pairs[i];
+    const int32_t from = ids.at((uint64_t(uint32_t(sa)) << 32) | uint32_t(sb));
+    if (a.accepting(sa) && b.accepting(sb)) {
+      nfa.add_eps(from, out);
+      any_accepting = true;
+    }
+    // One edge per run of bytes leading to the same pair.
+    int run_start = -1;
+    int32_t run_to = -1;
+    for (int byte = 0; byte <= 256; ++byte) {
+      int32_t to = -1;
+      if (byte < 256) {
+        const int32_t ta = a.step(sa, uint8_t(byte)), tb = b.step(sb, uint8_t(byte));
+        if (ta >= 0 && tb >= 0) to = id(ta, tb);
+      }
+      if (to == run_to && run_start >= 0 && byte < 256) continue;
+      if (run_start >= 0 && run_to >= 0)
+        nfa.add_edge(from, uint8_t(run_start), uint8_t(byte - 1), run_to);
+      run_start = byte;
+      run_to = to;
+    }
+  }
+  if (!any_accepting) throw ConstraintError("no text satisfies all of its keywords together");
+  return {in, out};
+}
+
 std::string Automaton::forced_bytes(int32_t state) const {
   return forced_bytes_from(*this, state);
 }

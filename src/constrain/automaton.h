@@ -54,6 +54,13 @@ class Automaton {
   std::vector<uint8_t> accepting_;
 };
 
+// The intersection of two automata's languages, added to `nfa` as a fragment (one NFA state per
+// reachable pair of states, so a later determinisation keeps its size). For the keywords that
+// must all hold of one value: a pattern and a length, a format and a pattern, bounds and
+// multipleOf. Throws ConstraintError past max_states pairs, or when no text is in both.
+Frag embed_intersection(Nfa& nfa, const Automaton& a, const Automaton& b,
+                        int32_t max_states = 100000);
+
 // The bytes forced from `state`: while exactly one byte leads on and the state does not accept.
 // For any automaton-like A (step, accepting, n_states): Automaton, and Constraint's spliced
 // states. A cycle of forced bytes never accepts and so was pruned; the bound is a guard only.

@@ -8,8 +8,10 @@
 #include <set>
 #include <string>
 
+#include "constrain/decimal.h"
 #include "constrain/error.h"
 #include "constrain/regex.h"
+#include "constrain/string_formats.h"
 #include "constrain/utf8.h"
 
 namespace shrike::constrain {
@@ -62,6 +64,12 @@ class SchemaCompiler {
     if (type == s.end()) {
       if (s.contains("properties")) return object(s, where, depth);
       if (s.contains("items")) return array(s, where, depth);
+      // A keyword of one type constrains values of that type only, and any JSON value is not
+      // restricted per type here: refused rather than silently unenforced.
+      for (const char* k :
+           {"pattern", "minLength", "maxLength", "format", "minimum", "maximum", "exclusiveMinimum",
+            "exclusiveMaximum", "multipleOf", "minItems", "maxItems"})
+        if (s.contains(k)) fail(where, std::string("'") + k + "' needs a \"type\" it applies to");
       return any_value(kAnyValueDepth);
     }
     if (type->is_array()) {
@@ -98,24 +106,12 @@ class SchemaCompiler {
                                                "minimum",
                                                "maximum",
                                                "exclusiveMinimum",
-                                               "exclusiveMaximum"};
+                                               "exclusiveMaximum",
+                                               "multipleOf",
+                                               "format"};
     for (const auto& [key, v] : s.items()) {
       if (handled.count(key) || annotations().count(key)) continue;
       fail(where, "the keyword '" + key + "' is not supported");
-    }
-    // Bounds are enforced on integers only (a decimal fraction's range is not a short DFA):
-    // refused wherever the value could be another number.
-    if (has_bounds(s)) {
-      const auto t = s.find("type");
-      auto names = [&](const char* type) {
-        return t != s.end() &&
-               ((t->is_string() && *t == type) ||
-                (t->is_array() && std::find(t->begin(), t->end(), type) != t->end()));
-      };
-      if (!names("integer") || names("number"))
-        fail(where,
-             "'minimum', 'maximum', 'exclusiveMinimum' and 'exclusiveMaximum' are supported on "
-             "integers (\"type\": \"integer\") only");
     }
     if (const auto it = s.find("additionalProperties");
         it != s.end() && !(it->is_boolean() && !it->get<bool>()))
@@ -159,11 +155,55 @@ class SchemaCompiler {
     if (type == "object") return object(s, where, depth);
     if (type == "array") return array(s, where, depth);
     if (type == "string") return string(s, where);
-    if (type == "integer") return has_bounds(s) ? bounded_integer(s, where) : integer();
-    if (type == "number") return number();
+    if (type == "integer" || type == "number") return numeric(s, where, type == "integer");
     if (type == "boolean") return nfa_.alt({nfa_.literal("true"), nfa_.literal("false")});
     if (type == "null") return nfa_.literal("null");
     fail(where, "unknown type '" + type + "'");
+  }
+
+  // An integer or number with its bounds and multipleOf: each compiles alone, and both together
+  // compile as the intersection of the two.
+  Frag numeric(const ojson& s, const std::string& where, bool integral) {
+    const bool bounds = has_bounds(s), step = s.contains("multipleOf");
+    auto bounded = [&](SchemaCompiler& c) {
+      return integral ? c.bounded_integer(s, where) : c.bounded_number(s, where);
+    };
+    auto multiples = [&](SchemaCompiler& c) {
+      try {
+        return decimal_multiples(c.nfa_, parse_decimal_step(s.at("multipleOf")), kMultipleIntDigits,
+                                 !integral);
+      } catch (const ConstraintError& e) {
+        fail(where, e.what());
+      }
+    };
+    if (bounds && step) return intersection({standalone(bounded), standalone(multiples)}, where);
+    if (bounds) return bounded(*this);
+    if (step) return multiples(*this);
+    return integral ? integer() : number();
+  }
+
+  // The automaton of a fragment built by `build` on its own NFA, for intersections.
+  template <class Build>
+  Automaton standalone(Build build) {
+    Nfa nfa;
+    SchemaCompiler c(nfa, root_);
+    const Frag f = build(c);
+    return Automaton::determinize(nfa, f);
+  }
+
+  // Texts every automaton accepts, as a fragment of nfa_.
+  Frag intersection(std::vector<Automaton> parts, const std::string& where) {
+    try {
+      while (parts.size() > 2) {
+        Nfa nfa;
+        const Frag f = embed_intersection(nfa, parts[parts.size() - 2], parts.back());
+        parts.pop_back();
+        parts.back() = Automaton::determinize(nfa, f);
+      }
+      return embed_intersection(nfa_, parts[0], parts[1]);
+    } catch (const ConstraintError& e) {
+      fail(where, e.what());
+    }
   }
 
   // [0-9]{0,n}.
@@ -255,6 +295,63 @@ class SchemaCompiler {
     return nfa_.alt(alts);
   }
 
+  // The numbers within the bounds (no exponent). An integer part i takes any fraction when all of
+  // [i, i+1) is in range; the top integer and, above an exclusive integer minimum, that integer
+  // with a nonzero fraction are added. Values between a non-integer bound and the nearest integer
+  // inside it (0.7 under "minimum": 0.5) are not written: a subset, never a value out of range.
+  Frag bounded_number(const ojson& s, const std::string& where) {
+    double lo = -INFINITY, hi = INFINITY;
+    bool lo_x = false, hi_x = false;
+    auto read = [&](const char* key) {
+      const auto it = s.find(key);
+      if (it == s.end()) return std::optional<double>();
+      if (!it->is_number()) fail(where, std::string("'") + key + "' must be a number");
+      return std::optional<double>(it->get<double>());
+    };
+    if (const auto v = read("minimum"); v && *v > lo) lo = *v, lo_x = false;
+    if (const auto v = read("exclusiveMinimum"); v && *v >= lo) lo = *v, lo_x = true;
+    if (const auto v = read("maximum"); v && *v < hi) hi = *v, hi_x = false;
+    if (const auto v = read("exclusiveMaximum"); v && *v <= hi) hi = *v, hi_x = true;
+    std::vector<Frag> alts;
+    if (hi > 0 || (hi == 0 && !hi_x))  // x >= 0
+      magnitudes(std::max(lo, 0.0), lo >= 0 && lo_x, hi, hi_x, alts);
+    if (lo < 0) {  // x < 0: "-" then a magnitude above max(-hi, 0) (never "-0") and up to -lo
+      std::vector<Frag> negative;
+      magnitudes(hi < 0 ? -hi : 0.0, hi < 0 ? hi_x : true, -lo, lo_x, negative);
+      if (!negative.empty()) alts.push_back(nfa_.concat(nfa_.literal("-"), nfa_.alt(negative)));
+    }
+    if (alts.empty())
+      fail(where, "no number with at most " + std::to_string(kMultipleIntDigits) +
+                      " integer digits lies within the schema's minimum and maximum");
+    return nfa_.alt(alts);
+  }
+
+  // Unsigned numerals x with a <= x <= b (a < x, x < b when exclusive), 0 <= a, b maybe infinite.
+  void magnitudes(double a, bool a_x, double b, bool b_x, std::vector<Frag>& alts) {
+    const double cap = 1e15 - 1;  // kMultipleIntDigits digits: exact in a double
+    if (a > cap) return;
+    const bool a_integral = a == std::floor(a);
+    const double first = a_x && a_integral ? a + 1 : std::ceil(a);
+    const double last_any_fraction = std::isinf(b) ? cap : std::min(std::floor(b) - 1, cap);
+    auto fraction = [&] {
+      return nfa_.concat(nfa_.literal("."),
+                         nfa_.concat(nfa_.seq({{'0', '9'}}), up_to_digits(kMultipleIntDigits - 1)));
+    };
+    if (first <= last_any_fraction)
+      alts.push_back(nfa_.concat(natural_range(uint64_t(first), uint64_t(last_any_fraction)),
+                                 nfa_.optional(fraction())));
+    if (!std::isinf(b)) {
+      const double top = b == std::floor(b) && b_x ? b - 1 : std::floor(b);
+      if (top >= first && top <= cap) alts.push_back(nfa_.literal(std::to_string(uint64_t(top))));
+    }
+    if (a_x && a_integral && a + 1 <= b && a <= cap) {  // a.0*[1-9][0-9]*: just above a
+      Frag f = nfa_.literal(std::to_string(uint64_t(a)) + ".");
+      f = nfa_.concat(f, nfa_.up_to(kMultipleIntDigits - 1, [&] { return nfa_.literal("0"); }));
+      f = nfa_.concat(f, nfa_.seq({{'1', '9'}}));
+      alts.push_back(nfa_.concat(f, up_to_digits(kMultipleIntDigits - 1)));
+    }
+  }
+
   Frag number() {
     Frag f = integer();
     f = nfa_.concat(
@@ -270,28 +367,51 @@ class SchemaCompiler {
 
   Frag string_char() { return json_string_char(nfa_); }
 
+  // The content between the quotes: a pattern, a format and a length, each alone or all those
+  // given together (their intersection).
   Frag string(const ojson& s, const std::string& where) {
     const auto min = count(s, "minLength", where), max = count(s, "maxLength", where);
     if (min && max && *max < *min) fail(where, "maxLength < minLength");
-    Frag f = nfa_.literal("\"");
+    std::vector<std::pair<std::string, std::string>> regexes;  // (where, pattern)
     if (const auto p = s.find("pattern"); p != s.end()) {
       if (!p->is_string()) fail(where, "'pattern' must be a string");
-      if (min || max)
-        fail(where, "'pattern' together with 'minLength'/'maxLength' is not supported");
-      try {
-        f = nfa_.concat(f, compile_regex(nfa_, p->get<std::string>(), {.json_string = true}));
-      } catch (const ConstraintError& e) {
-        fail(where + "/pattern", e.what());
-      }
-    } else {
-      for (int64_t i = 0; i < min.value_or(0); ++i) f = nfa_.concat(f, string_char());
-      if (!max) {
-        f = nfa_.concat(f, nfa_.star(string_char()));
-      } else if (*max > min.value_or(0)) {
-        f = nfa_.concat(f, nfa_.up_to(*max - min.value_or(0), [&] { return string_char(); }));
-      }
+      regexes.emplace_back(where + "/pattern", p->get<std::string>());
     }
-    return nfa_.concat(f, nfa_.literal("\""));
+    if (const auto f = s.find("format"); f != s.end()) {
+      const auto regex = f->is_string() ? string_format_regex(f->get<std::string>()) : std::nullopt;
+      if (!regex)
+        fail(where, "the format " + f->dump() +
+                        " is not supported (supported: " + supported_string_formats() + ")");
+      regexes.emplace_back(where + "/format", *regex);
+    }
+    auto regex_frag = [&](SchemaCompiler& c, const std::pair<std::string, std::string>& r) {
+      try {
+        return compile_regex(c.nfa_, r.second, {.json_string = true});
+      } catch (const ConstraintError& e) {
+        fail(r.first, e.what());
+      }
+    };
+    auto length_frag = [&](SchemaCompiler& c) {
+      Frag f = c.nfa_.empty();
+      for (int64_t i = 0; i < min.value_or(0); ++i) f = c.nfa_.concat(f, c.string_char());
+      if (!max) return c.nfa_.concat(f, c.nfa_.star(c.string_char()));
+      if (*max > min.value_or(0))
+        f = c.nfa_.concat(f, c.nfa_.up_to(*max - min.value_or(0), [&] { return c.string_char(); }));
+      return f;
+    };
+    Frag content;
+    if (regexes.empty()) {
+      content = length_frag(*this);
+    } else if (regexes.size() == 1 && !min && !max) {
+      content = regex_frag(*this, regexes[0]);
+    } else {
+      std::vector<Automaton> parts;
+      for (const auto& r : regexes)
+        parts.push_back(standalone([&](SchemaCompiler& c) { return regex_frag(c, r); }));
+      if (min || max) parts.push_back(standalone(length_frag));
+      content = intersection(std::move(parts), where);
+    }
+    return nfa_.concat(nfa_.concat(nfa_.literal("\""), content), nfa_.literal("\""));
   }
 
   Frag array(const ojson& s, const std::string& where, int depth) {

@@ -9,12 +9,14 @@
 // Supported keywords: type (one or a list), properties, required, additionalProperties (false or
 // absent only), enum, const, anyOf, allOf with one member, $ref to #/$defs/... or
 // #/definitions/... (not recursive), string (pattern: a regex over the raw JSON string content,
-// see regex.h; minLength / maxLength in code points; not both kinds together), integer (with
-// minimum, maximum, exclusiveMinimum, exclusiveMaximum: exactly the integers in range, within
-// int64; refused where the value could be a non-integer number), number, boolean, null, array
-// (items, minItems, maxItems), and annotations (title, description, default, examples, $schema,
-// $id, $comment, deprecated, readOnly, writeOnly). Anything else (recursion,
-// patternProperties, if/then/else, format, multipleOf, oneOf, uniqueItems, ...) throws a
+// see regex.h; format: see string_formats.h; minLength / maxLength in code points; any of these
+// together hold together), integer and number (minimum, maximum, exclusiveMinimum,
+// exclusiveMaximum, multipleOf: on integers exactly the integers in range within int64; on
+// numbers a subset of the range, see bounded_number; multipleOf exactly, see decimal.h), boolean,
+// null, array (items, minItems, maxItems), and annotations (title, description, default,
+// examples, $schema, $id, $comment, deprecated, readOnly, writeOnly). Type-specific keywords
+// without a "type" are refused (they would go unenforced). Anything else (recursion,
+// patternProperties, if/then/else, oneOf, uniqueItems, ...) throws a
 // ConstraintError naming the keyword and where it is. Nesting is limited to 32 levels.
 //
 // Values of no particular type ({} or true, an object without properties, an array without

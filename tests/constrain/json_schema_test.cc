@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -104,17 +105,192 @@ TEST(JsonSchema, IntegerBoundsAllowExactlyTheRange) {
   EXPECT_FALSE(obj.matches(R"({"n":0})"));
 }
 
+// Number bounds: every numeral the automaton takes (over a grid of forms) lies in range, and the
+// integers and halves well inside the range are all taken.
+TEST(JsonSchema, NumberBoundsKeepEveryValueInRange) {
+  struct Range {
+    const char* schema;
+    double lo, hi;
+    bool lo_x, hi_x;
+    std::vector<std::string> taken;  // values well inside, which a model must be able to write
+  };
+  const Range ranges[] = {
+      {R"({"type":"number","minimum":-2.5,"maximum":7})",
+       -2.5,
+       7,
+       false,
+       false,
+       {"-2", "-1.5", "0", "0.25", "6.99", "7"}},
+      {R"({"type":"number","exclusiveMinimum":0,"maximum":1})",
+       0,
+       1,
+       true,
+       false,
+       {"0.5", "0.01", "1"}},
+      {R"({"type":"number","minimum":-10,"exclusiveMaximum":-3})",
+       -10,
+       -3,
+       false,
+       true,
+       {"-10", "-9.5", "-4", "-3.5"}},
+      {R"({"type":"number","exclusiveMinimum":-1,"exclusiveMaximum":1})",
+       -1,
+       1,
+       true,
+       true,
+       {"0", "0.5", "-0.5", "-0.99"}},
+      {R"({"type":"number","minimum":100})",
+       100,
+       INFINITY,
+       false,
+       false,
+       {"100", "100.5", "123456789012345"}},
+      {R"({"type":"number","maximum":-0.5})", -INFINITY, -0.5, false, false, {"-1", "-1.5"}},
+  };
+  std::vector<std::string> grid;
+  for (int i = -1200; i <= 1200; ++i) {
+    const std::string sign = i < 0 ? "-" : "", mag = std::to_string(std::abs(i) / 100);
+    const std::string frac = std::to_string(100 + std::abs(i) % 100).substr(1);
+    grid.push_back(sign + mag + "." + frac);
+    grid.push_back(sign + mag + "." + frac.substr(0, 1));
+    if (std::abs(i) % 100 == 0) grid.push_back(sign + mag);
+  }
+  for (const char* extra : {"100", "100.5", "123456789012345", "1234567890123456", "-0", "1e2"})
+    grid.push_back(extra);
+  for (const auto& r : ranges) {
+    SCOPED_TRACE(r.schema);
+    const Automaton a = json_schema_automaton(ojson::parse(r.schema));
+    int taken = 0;
+    for (const auto& text : grid) {
+      if (!a.matches(text)) continue;
+      ++taken;
+      const double v = std::stod(text);
+      EXPECT_TRUE(r.lo_x ? v > r.lo : v >= r.lo) << text;
+      EXPECT_TRUE(r.hi_x ? v < r.hi : v <= r.hi) << text;
+      EXPECT_EQ(text.find('e'), std::string::npos) << text;
+    }
+    EXPECT_GT(taken, 0);
+    for (const auto& text : r.taken) EXPECT_TRUE(a.matches(text)) << text;
+  }
+  // Just above an exclusive integer minimum.
+  const Automaton pos =
+      json_schema_automaton(ojson::parse(R"({"type":"number","exclusiveMinimum":0})"));
+  EXPECT_TRUE(pos.matches("0.001"));
+  EXPECT_FALSE(pos.matches("0.000"));
+  EXPECT_FALSE(pos.matches("0"));
+}
+
+// multipleOf: exactly the multiples, for integer and decimal steps, alone and with bounds.
+TEST(JsonSchema, MultipleOfTakesExactlyTheMultiples) {
+  const Automaton seven =
+      json_schema_automaton(ojson::parse(R"({"type":"integer","multipleOf":7})"));
+  for (int i = -3000; i <= 3000; ++i) ASSERT_EQ(seven.matches(std::to_string(i)), i % 7 == 0) << i;
+  EXPECT_TRUE(seven.matches("700000000000000"));    // 15 digits
+  EXPECT_FALSE(seven.matches("7000000000000000"));  // 16: past what a double holds exactly
+  EXPECT_FALSE(seven.matches("07"));
+  EXPECT_FALSE(seven.matches("7.0"));
+  const Automaton quarter =
+      json_schema_automaton(ojson::parse(R"({"type":"number","multipleOf":0.25})"));
+  for (const char* good : {"0", "0.25", "0.5", "0.50", "1.75", "-3.25", "12"})
+    EXPECT_TRUE(quarter.matches(good)) << good;
+  for (const char* bad : {"0.3", "0.125", "1.7", "0.250", "1e2", ".5"})
+    EXPECT_FALSE(quarter.matches(bad)) << bad;
+  const Automaton integral_half =
+      json_schema_automaton(ojson::parse(R"({"type":"integer","multipleOf":0.5})"));
+  EXPECT_TRUE(integral_half.matches("3"));
+  EXPECT_FALSE(integral_half.matches("3.5"));
+  const Automaton hundreds =
+      json_schema_automaton(ojson::parse(R"({"type":"number","multipleOf":1e2})"));
+  EXPECT_TRUE(hundreds.matches("300"));
+  EXPECT_FALSE(hundreds.matches("350"));
+  const Automaton both = json_schema_automaton(
+      ojson::parse(R"({"type":"integer","minimum":-20,"exclusiveMaximum":30,"multipleOf":6})"));
+  for (int i = -100; i <= 100; ++i)
+    ASSERT_EQ(both.matches(std::to_string(i)), i % 6 == 0 && i >= -20 && i < 30) << i;
+  const Automaton price = json_schema_automaton(
+      ojson::parse(R"({"type":"number","exclusiveMinimum":0,"maximum":100,"multipleOf":0.01})"));
+  for (const char* good : {"0.01", "19.99", "100", "99.9", "42"})
+    EXPECT_TRUE(price.matches(good)) << good;
+  for (const char* bad : {"0", "0.001", "100.01", "-1", "19.999"})
+    EXPECT_FALSE(price.matches(bad)) << bad;
+}
+
+// The OpenAI formats: common forms taken, invalid ones not; alone and with a length.
+TEST(JsonSchema, StringFormatsTakeValidFormsOnly) {
+  struct FormatCase {
+    const char* format;
+    std::vector<std::string> good, bad;
+  };
+  const FormatCase cases[] = {
+      {"date",
+       {"2024-01-31", "1999-12-01", "2023-02-28"},
+       {"2024-02-30", "2024-13-01", "2024-1-01", "2024-04-31", "24-01-01", "2024-00-10"}},
+      {"time",
+       {"23:59:59Z", "00:00:00.123+05:30", "12:30:00-08:00"},
+       {"24:00:00Z", "12:60:00Z", "12:30:00", "12:30Z", "12:30:00+24:00"}},
+      {"date-time",
+       {"2024-06-01T12:00:00Z", "2000-01-01T00:00:00.5-01:00"},
+       {"2024-06-01 12:00:00Z", "2024-06-01T12:00:00", "2024-06-31T12:00:00Z"}},
+      {"duration",
+       {"P1Y", "P3Y6M4DT12H30M5S", "PT5M", "P2W", "P10D", "PT1H1S"},
+       {"P", "PT", "P1H", "P1W2D", "1Y", "P1.5Y", "P1YT"}},
+      {"email",
+       {"ann@example.com", "first.last+tag@mail.co.uk", "a_b-c@x-y.io"},
+       {"ann@example", "@example.com", "ann@@example.com", "an n@example.com", "ann@-x.com",
+        "ann.@example.com"}},
+      {"hostname",
+       {"example.com", "localhost", "a-b.c-d.e", "xn--bcher-kva.example"},
+       {"-example.com", "example-.com", "exa_mple.com", "a..b", "example.com."}},
+      {"ipv4",
+       {"192.168.0.1", "0.0.0.0", "255.255.255.255"},
+       {"256.1.1.1", "01.2.3.4", "1.2.3", "1.2.3.4.5"}},
+      {"ipv6",
+       {"2001:db8:0:0:0:0:2:1", "::1", "fe80::1:2", "::", "2001:db8::"},
+       {"2001:db8:::1", "1:2:3:4:5:6:7:8:9", "12345::", "g::1", "1::2::3"}},
+      {"uuid",
+       {"123e4567-e89b-12d3-a456-426614174000", "ABCDEF01-2345-6789-abcd-ef0123456789"},
+       {"123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400",
+        "123e4567-e89b-12d3-a456-42661417400g"}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.format);
+    const Automaton a = json_schema_automaton({{"type", "string"}, {"format", c.format}});
+    for (const auto& s : c.good) EXPECT_TRUE(a.matches("\"" + s + "\"")) << s;
+    for (const auto& s : c.bad) EXPECT_FALSE(a.matches("\"" + s + "\"")) << s;
+  }
+  const Automaton short_host =
+      json_schema_automaton(ojson::parse(R"({"type":"string","format":"hostname","maxLength":9})"));
+  EXPECT_TRUE(short_host.matches(R"("a.example")"));
+  EXPECT_FALSE(short_host.matches(R"("ab.example")"));
+  // A pattern and a length together: both hold.
+  const Automaton code = json_schema_automaton(
+      ojson::parse(R"({"type":"string","pattern":"[A-Z]+[0-9]*","minLength":3,"maxLength":5})"));
+  for (const char* good : {"ABC", "AB1", "A1234", "ABCDE"})
+    EXPECT_TRUE(code.matches(std::string("\"") + good + "\"")) << good;
+  for (const char* bad : {"AB", "A12345", "1AB", "ABCDEF"})
+    EXPECT_FALSE(code.matches(std::string("\"") + bad + "\"")) << bad;
+}
+
 TEST(JsonSchema, UnsupportedFeaturesAreNamed) {
   const std::pair<const char*, const char*> cases[] = {
-      {R"({"type":"string","format":"email"})", "'format'"},
+      {R"({"type":"string","format":"credit-card"})", "the format \"credit-card\" is not"},
+      {R"({"type":"string","format":7})", "is not supported (supported: date-time,"},
       {R"({"type":"object","patternProperties":{"a":{}}})", "'patternProperties'"},
       {R"({"type":"object","properties":{},"additionalProperties":true})", "additionalProperties"},
       {R"({"type":"object","properties":{},"additionalProperties":{"type":"string"}})",
        "additionalProperties"},
       {R"({"if":{"type":"string"},"then":{},"else":{}})", "'if'"},
-      {R"({"type":"number","minimum":0})", "supported on integers"},
-      {R"({"minimum":0})", "supported on integers"},
-      {R"({"type":["integer","number"],"maximum":3})", "supported on integers"},
+      {R"({"minimum":0})", "'minimum' needs a \"type\""},
+      {R"({"pattern":"a+"})", "'pattern' needs a \"type\""},
+      {R"({"maxItems":2})", "'maxItems' needs a \"type\""},
+      {R"({"type":"number","minimum":0.5,"maximum":0.7})", "no number with at most 15"},
+      {R"({"type":"number","exclusiveMinimum":3,"exclusiveMaximum":3})", "no number"},
+      {R"({"type":"integer","multipleOf":0})", "must be greater than 0"},
+      {R"({"type":"number","multipleOf":-2})", "must be greater than 0"},
+      {R"({"type":"number","multipleOf":1e-12})", "more than 9 decimals"},
+      {R"({"type":"integer","multipleOf":"2"})", "must be a number"},
+      {R"({"type":"integer","multipleOf":99999})", "too large an automaton"},
+      {R"({"type":"integer","minimum":1,"maximum":6,"multipleOf":7})", "no text satisfies"},
       {R"({"type":"integer","minimum":5,"maximum":4})", "no integer lies"},
       {R"({"type":"integer","exclusiveMinimum":4,"exclusiveMaximum":5})", "no integer lies"},
       {R"({"type":"integer","minimum":1e30})", "no integer lies"},
@@ -127,7 +303,8 @@ TEST(JsonSchema, UnsupportedFeaturesAreNamed) {
       {R"({"type":"object","properties":{"a":{}},"required":["b"]})", "required property \"b\""},
       {R"({"type":"strng"})", "unknown type 'strng'"},
       {R"({"type":"string","pattern":"(a)\\1"})", "backreferences"},
-      {R"({"type":"string","pattern":"a","maxLength":3})", "'pattern' together with"},
+      {R"({"type":"string","pattern":"a{5}","maxLength":3})", "no text satisfies"},
+      {R"({"type":"string","format":"uuid","pattern":"[g-z]+"})", "no text satisfies"},
       {R"({"type":"array","items":[{"type":"string"}]})", "tuple validation"},
       {"false", "matches nothing"},
       {"[1]", "must be an object"},

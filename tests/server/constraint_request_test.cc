@@ -158,7 +158,7 @@ TEST(GuidedRequest, MalformedOptionsAre400s) {
 
 TEST(GuidedRequest, UnsupportedFeaturesAre400sNamingThem) {
   const std::pair<std::string, std::string> cases[] = {
-      {R"("guided_json":{"type":"string","format":"date-time"})", "'format'"},
+      {R"("guided_json":{"type":"string","format":"iri"})", "the format \"iri\" is not supported"},
       {R"("guided_json":{"type":"object","patternProperties":{}})", "'patternProperties'"},
       {R"("guided_json":{"$defs":{"T":{"type":"array","items":{"$ref":"#/$defs/T"}}},"$ref":"#/$defs/T"})",
        "recursive"},
