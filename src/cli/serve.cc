@@ -33,6 +33,7 @@
 #include "cli/spec_options.h"
 #include "core/dtype.h"
 #include "core/file_buffer.h"
+#include "core/memory_release.h"
 #include "engine/engine.h"
 #include "gguf/gguf.h"
 #include "kv/contiguous_kv.h"
@@ -360,6 +361,7 @@ size_t kv_min_bytes(const ServeArgs& a, size_t budget, size_t n_models) {
 }
 
 int run_serve(ServeArgs a) {
+  limit_malloc_arenas();  // before the HTTP and engine threads start (core/memory_release.h)
   const std::vector<ModelSpec> specs = model_specs(a);
   a.server.max_body_bytes = size_t(a.max_body_mb * 1024 * 1024);
   a.server.max_header_bytes = size_t(a.max_header_kb * 1024);

@@ -1,16 +1,20 @@
 #include "constrain/automaton.h"
 
 #include <algorithm>
+#include <memory_resource>
 #include <string>
 #include <unordered_map>
 
 #include "constrain/error.h"
+#include "core/scratch_memory.h"
 
 namespace shrike::constrain {
 namespace {
 
+using StateSet = std::pmr::vector<int32_t>;
+
 struct SetHash {
-  size_t operator()(const std::vector<int32_t>& v) const {
+  size_t operator()(const StateSet& v) const {
     uint64_t h = 1469598103934665603ull;
     for (int32_t x : v) h = (h ^ uint64_t(uint32_t(x))) * 1099511628211ull;
     return size_t(h);
@@ -48,9 +52,8 @@ class WorkMeter {
 };
 
 // Sorted epsilon closure of `set` (modified in place).
-void close(const Nfa& nfa, std::vector<int32_t>& set, std::vector<uint8_t>& seen,
-           WorkMeter& meter) {
-  std::vector<int32_t> stack(set.begin(), set.end());
+void close(const Nfa& nfa, StateSet& set, std::pmr::vector<uint8_t>& seen, WorkMeter& meter) {
+  StateSet stack(set.begin(), set.end(), set.get_allocator());
   for (int32_t s : set) seen[size_t(s)] = 1;
   size_t visited = 0;
   while (!stack.empty()) {
@@ -74,7 +77,13 @@ void close(const Nfa& nfa, std::vector<int32_t>& set, std::vector<uint8_t>& seen
 }  // namespace
 
 Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) {
+  // Every container below is scratch (core/scratch_memory.h), the result's table included until
+  // it is pruned into its final size.
+  ScratchMemory scratch(ScratchMemory::Kind::Pooled);
+  std::pmr::memory_resource* mem = scratch.resource();
   Automaton a;
+  std::pmr::vector<int32_t> raw_table(mem);
+  std::pmr::vector<uint8_t> raw_accepting(mem);
   // Byte classes: a boundary wherever some edge's range starts or ends.
   std::array<bool, 257> boundary{};
   boundary[0] = true;
@@ -90,17 +99,17 @@ Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) 
   }
   a.n_classes_ = size_t(cls + 1);
 
-  std::vector<uint8_t> seen(size_t(nfa.size()), 0);
-  std::unordered_map<std::vector<int32_t>, int32_t, SetHash> ids;         // closure -> state
-  std::unordered_map<std::vector<int32_t>, int32_t, SetHash> kernel_ids;  // kernel -> state
-  std::vector<std::vector<int32_t>> sets;
-  std::vector<int32_t> start{frag.in};
+  std::pmr::vector<uint8_t> seen(size_t(nfa.size()), 0, mem);
+  std::pmr::unordered_map<StateSet, int32_t, SetHash> ids(mem);         // closure -> state
+  std::pmr::unordered_map<StateSet, int32_t, SetHash> kernel_ids(mem);  // kernel -> state
+  std::pmr::vector<StateSet> sets(mem);
+  StateSet start({frag.in}, mem);
   WorkMeter meter;
   close(nfa, start, seen, meter);
   ids.emplace(start, 0);
   sets.push_back(std::move(start));
 
-  std::vector<std::vector<int32_t>> buckets(a.n_classes_);
+  std::pmr::vector<StateSet> buckets(a.n_classes_, mem);
   for (size_t d = 0; d < sets.size(); ++d) {
     for (auto& b : buckets) b.clear();
     size_t moves = 0;
@@ -110,11 +119,11 @@ Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) 
         for (size_t c = a.class_of_[e.lo]; c <= a.class_of_[e.hi]; ++c) buckets[c].push_back(e.to);
       }
     meter.add(sets[d].size() + moves + a.n_classes_);
-    a.accepting_.push_back(std::binary_search(sets[d].begin(), sets[d].end(), frag.out));
+    raw_accepting.push_back(std::binary_search(sets[d].begin(), sets[d].end(), frag.out));
     for (size_t c = 0; c < a.n_classes_; ++c) {
       auto& b = buckets[c];
       if (b.empty()) {
-        a.table_.push_back(kDead);
+        raw_table.push_back(kDead);
         continue;
       }
       meter.add_sorted(b.size());
@@ -123,10 +132,10 @@ Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) 
       // A kernel (the states one byte class reaches) seen before has the same closure: skip it.
       // Most transitions lead back to known states, and the closure is the costly part.
       if (const auto known = kernel_ids.find(b); known != kernel_ids.end()) {
-        a.table_.push_back(known->second);
+        raw_table.push_back(known->second);
         continue;
       }
-      std::vector<int32_t> kernel = b;
+      StateSet kernel(b, mem);
       close(nfa, b, seen, meter);
       auto [it, fresh] = ids.emplace(b, int32_t(sets.size()));
       if (fresh) {
@@ -137,21 +146,21 @@ Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) 
         sets.push_back(b);
       }
       kernel_ids.emplace(std::move(kernel), it->second);
-      a.table_.push_back(it->second);
+      raw_table.push_back(it->second);
     }
   }
   sets.clear();
 
   // Prune states that cannot reach acceptance: reverse reachability from accepting states.
-  const size_t n = a.accepting_.size(), k = a.n_classes_;
-  std::vector<std::vector<int32_t>> preds(n);
+  const size_t n = raw_accepting.size(), k = a.n_classes_;
+  std::pmr::vector<StateSet> preds(n, mem);
   for (size_t s = 0; s < n; ++s)
     for (size_t c = 0; c < k; ++c)
-      if (const int32_t t = a.table_[s * k + c]; t >= 0) preds[size_t(t)].push_back(int32_t(s));
-  std::vector<uint8_t> live(n, 0);
-  std::vector<int32_t> stack;
+      if (const int32_t t = raw_table[s * k + c]; t >= 0) preds[size_t(t)].push_back(int32_t(s));
+  std::pmr::vector<uint8_t> live(n, 0, mem);
+  StateSet stack(mem);
   for (size_t s = 0; s < n; ++s)
-    if (a.accepting_[s]) {
+    if (raw_accepting[s]) {
       live[s] = 1;
       stack.push_back(int32_t(s));
     }
@@ -165,7 +174,7 @@ Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) 
       }
   }
   if (!live[0]) throw ConstraintError("constraint matches no text at all");
-  std::vector<int32_t> renum(n, kDead);
+  std::pmr::vector<int32_t> renum(n, kDead, mem);
   int32_t next = 0;
   for (size_t s = 0; s < n; ++s)
     if (live[s]) renum[s] = next++;
@@ -173,9 +182,9 @@ Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) 
   std::vector<uint8_t> acc(static_cast<size_t>(next));
   for (size_t s = 0; s < n; ++s) {
     if (!live[s]) continue;
-    acc[size_t(renum[s])] = a.accepting_[s];
+    acc[size_t(renum[s])] = raw_accepting[s];
     for (size_t c = 0; c < k; ++c) {
-      const int32_t t = a.table_[s * k + c];
+      const int32_t t = raw_table[s * k + c];
       table[size_t(renum[s]) * k + c] = t < 0 ? kDead : renum[size_t(t)];
     }
   }
@@ -185,8 +194,9 @@ Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) 
 }
 
 Frag embed_intersection(Nfa& nfa, const Automaton& a, const Automaton& b, int32_t max_states) {
-  std::unordered_map<uint64_t, int32_t> ids;  // (a state, b state) -> NFA state
-  std::vector<std::pair<int32_t, int32_t>> pairs;
+  ScratchMemory scratch(ScratchMemory::Kind::Pooled);
+  std::pmr::unordered_map<uint64_t, int32_t> ids(scratch.resource());  // (a, b) -> NFA state
+  std::pmr::vector<std::pair<int32_t, int32_t>> pairs(scratch.resource());
   const int32_t out = nfa.add_state();
   auto id = [&](int32_t sa, int32_t sb) {
     const uint64_t key = (uint64_t(uint32_t(sa)) << 32) | uint32_t(sb);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "constrain/error.h"
+#include "core/memory_release.h"
 
 namespace shrike::constrain {
 
@@ -48,6 +49,8 @@ std::shared_ptr<const Constraint> ConstraintCache::get(const ConstraintSpec& spe
   } catch (const ConstraintError& err) {
     e.error = err.what();
   }
+  // Compiling freed its scratch (NFA, subsets), often megabytes: let the allocator return it.
+  request_memory_release();
   std::lock_guard lock(mu_);
   if (const auto it = index_.find(k); it == index_.end()) {
     lru_.push_front(e);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/memory_release.h"
+
 namespace shrike::constrain {
 
 Constraint::Constraint(Automaton automaton, std::shared_ptr<const TokenVocab> vocab,
@@ -11,6 +13,12 @@ Constraint::Constraint(Automaton automaton, std::shared_ptr<const TokenVocab> vo
   if (!vocab_) throw std::invalid_argument("constraint: no vocabulary");
   by_state_.resize(size_t(automaton_.n_states()) * 2);
   find_states_near_holes();
+}
+
+Constraint::~Constraint() {
+  const size_t table = size_t(automaton_.n_states()) * size_t(automaton_.n_classes()) * 4;
+  if (table + cached_bytes_ + by_state_.size() * sizeof(by_state_[0]) >= (size_t(1) << 20))
+    request_memory_release();
 }
 
 namespace {

@@ -40,6 +40,11 @@ class Constraint {
   // (correct, only slower), so one constraint cannot hold unbounded memory.
   Constraint(Automaton automaton, std::shared_ptr<const TokenVocab> vocab,
              size_t cache_bytes = size_t(64) << 20);
+  // A constraint that held much memory (its table and masks) asks for it to be returned to the
+  // system (core/memory_release.h).
+  ~Constraint();
+  Constraint(const Constraint&) = delete;
+  Constraint& operator=(const Constraint&) = delete;
 
   // A per-request constraint: `holes` (shared, compiled once) with each kHoleByte edge replaced
   // by a copy of `fill` (built for this request, e.g. the substrings of its utterance). A hole

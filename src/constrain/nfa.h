@@ -2,13 +2,18 @@
 // compilers. Fragments have one entry and one exit state, so they compose like regex operators;
 // a fragment's states may also be wired by hand (the JSON object builder shares one copy of each
 // property between all the orders it may follow). Every state added is counted against a cap,
-// so no input can make the graph (or its determinisation) grow without bound.
+// so no input can make the graph (or its determinisation) grow without bound. Its states live in
+// scratch memory of their own (core/scratch_memory.h), returned to the system with the Nfa.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <memory_resource>
 #include <string_view>
 #include <vector>
+
+#include "core/scratch_memory.h"
 
 namespace shrike::constrain {
 
@@ -26,15 +31,24 @@ struct Frag {
 class Nfa {
  public:
   // Throws ConstraintError once more than max_states states are added.
-  explicit Nfa(int32_t max_states = 1 << 20) : max_states_(max_states) {}
+  explicit Nfa(int32_t max_states = 1 << 20)
+      : scratch_(std::make_unique<ScratchMemory>(ScratchMemory::Kind::Monotonic)),
+        states_(scratch_->resource()),
+        max_states_(max_states) {}
 
   struct Edge {
     uint8_t lo, hi;
     int32_t to;
   };
+  // Allocator-aware (std::pmr), so the states vector hands its memory resource to each
+  // state's own vectors.
   struct State {
-    std::vector<Edge> edges;
-    std::vector<int32_t> eps;
+    using allocator_type = std::pmr::polymorphic_allocator<>;
+    explicit State(const allocator_type& a) : edges(a), eps(a) {}
+    State(State&& other, const allocator_type& a)
+        : edges(std::move(other.edges), a), eps(std::move(other.eps), a) {}
+    std::pmr::vector<Edge> edges;
+    std::pmr::vector<int32_t> eps;
   };
 
   int32_t add_state();
@@ -62,10 +76,11 @@ class Nfa {
   Frag up_to(int64_t n, const std::function<Frag()>& copy);
 
   int32_t size() const { return int32_t(states_.size()); }
-  const std::vector<State>& states() const { return states_; }
+  const std::pmr::vector<State>& states() const { return states_; }
 
  private:
-  std::vector<State> states_;
+  std::unique_ptr<ScratchMemory> scratch_;
+  std::pmr::vector<State> states_;
   int32_t max_states_;
 };
 

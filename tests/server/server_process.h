@@ -86,6 +86,7 @@ class ServerProcess {
   }
 
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
 
   // The port of "listening on http://HOST:PORT" in the log, or 0.
   static int listening_port(const std::string& log) {
@@ -153,6 +154,7 @@ class RawConnection {
   RawConnection& operator=(const RawConnection&) = delete;
 
   bool ok() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   bool send_all(const std::string& s) {
     size_t done = 0;
     while (done < s.size()) {
