@@ -4,7 +4,7 @@
 #   1. set-up, a warnings-as-errors Release build (GCC) and its tests;
 #   2. the same tests built with clang, AddressSanitizer (+ leak checks) and
 #      UndefinedBehaviorSanitizer (less the statistical sampling tests, left to step 1), and in
-#      the same build the libFuzzer targets (fuzz/), each then run for 30 s, two at a time
+#      the same build the libFuzzer targets (fuzz/), each then run for 20 s, two at a time
 #      (FUZZ_SECONDS; SHRIKE_FUZZ=0 skips the runs);
 #   3. the threaded tests (thread pool, scheduler, engine, speculation, constrained engine,
 #      server) under ThreadSanitizer, building only those targets (SHRIKE_TSAN=0 skips it);
@@ -44,9 +44,9 @@ if [ "${SHRIKE_SKIP_SANITIZERS:-0}" != 1 ]; then
   asan_skip='^(SpeculativeDistribution\.|SpeculativeSampling\.|Sampler\.DefaultsDrawWhatTheFirstVersionDrew$|Gptq\.BeatsRoundToNearestOnCorrelatedInputs$|OptimizeCli\.MeasuresEveryAvailableStageAndCachesModels$|WorkloadCli\.GenTrainEvalPruneDistillGenerate$|Checkpoints/RealArchCli\.|Users/OptimizeUsers\.)'
   (cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -E "$asan_skip")
   if [ "${SHRIKE_FUZZ:-1}" = 1 ]; then
-    step "fuzzing, ${FUZZ_SECONDS:-30} s per target"
+    step "fuzzing, ${FUZZ_SECONDS:-20} s per target"
     SHRIKE_FUZZ_BUILD=build-asan SHRIKE_FUZZ_CONFIGURED=1 FUZZ_PARALLEL=$jobs \
-      scripts/fuzz.sh all "${FUZZ_SECONDS:-30}"
+      scripts/fuzz.sh all "${FUZZ_SECONDS:-20}"
   fi
 fi
 if [ "${SHRIKE_SKIP_SANITIZERS:-0}" != 1 ] && [ "${SHRIKE_TSAN:-1}" = 1 ]; then

@@ -99,7 +99,10 @@ void ConnectionFront::start() {
   started_ = true;
   loop_thread_ = std::thread([this] { loop(); });
   for (int i = 0; i < std::max(1, limits_.workers); ++i)
-    workers_.emplace_back([this] { worker(); });
+    workers_.emplace_back([this] { worker(ready_); });
+  if (!limits_.probe_paths.empty())
+    for (int i = 0; i < std::max(1, limits_.probe_workers); ++i)
+      workers_.emplace_back([this] { worker(probes_); });
 }
 
 void ConnectionFront::stop() {
@@ -110,9 +113,9 @@ void ConnectionFront::stop() {
     stopping_.store(true);
   }
   wake();
-  {
-    std::lock_guard<std::mutex> ready_lock(ready_mu_);
-    ready_cv_.notify_all();
+  for (Lane* lane : {&ready_, &probes_}) {
+    std::lock_guard<std::mutex> ready_lock(lane->mu);
+    lane->cv.notify_all();
   }
   loop_thread_.join();
   for (auto& t : workers_) t.join();
@@ -328,11 +331,12 @@ bool ConnectionFront::progress(Conn& c) {
       by_age_.erase(c.seq);
       conns_.erase(j.fd);  // c is gone from here on
       busy_.fetch_add(1);
+      Lane& lane = is_probe(j.buf) ? probes_ : ready_;
       {
-        std::lock_guard<std::mutex> lock(ready_mu_);
-        ready_.push_back(std::move(j));
+        std::lock_guard<std::mutex> lock(lane.mu);
+        lane.jobs.push_back(std::move(j));
       }
-      ready_cv_.notify_one();
+      lane.cv.notify_one();
       return false;
     }
     case FrameState::Invalid:
@@ -375,15 +379,25 @@ void ConnectionFront::sweep() {
   }
 }
 
-void ConnectionFront::worker() {
+bool ConnectionFront::is_probe(const std::string& buf) const {
+  // The request line, "GET /path HTTP/1.1" or "GET /path?query ...": the framer has checked it.
+  if (buf.rfind("GET ", 0) != 0) return false;
+  for (const std::string& path : limits_.probe_paths)
+    if (buf.compare(4, path.size(), path) == 0 && buf.size() > 4 + path.size() &&
+        (buf[4 + path.size()] == ' ' || buf[4 + path.size()] == '?'))
+      return true;
+  return false;
+}
+
+void ConnectionFront::worker(Lane& lane) {
   while (true) {
     Job j;
     {
-      std::unique_lock<std::mutex> lock(ready_mu_);
-      ready_cv_.wait(lock, [&] { return stopping_.load() || !ready_.empty(); });
-      if (ready_.empty()) return;
-      j = std::move(ready_.front());
-      ready_.pop_front();
+      std::unique_lock<std::mutex> lock(lane.mu);
+      lane.cv.wait(lock, [&] { return stopping_.load() || !lane.jobs.empty(); });
+      if (lane.jobs.empty()) return;
+      j = std::move(lane.jobs.front());
+      lane.jobs.pop_front();
     }
     bool keep = false;
     if (!stopping_.load()) {

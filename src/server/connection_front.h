@@ -37,6 +37,11 @@ struct FrontLimits {
   // client that stops reading leaves queued before writes wait (and time out).
   size_t send_buffer_bytes = 0;
   int workers = 64;  // threads answering complete requests
+  // GET requests for these paths (probes: readiness, liveness, metrics) are answered by threads
+  // of their own, so a load balancer's health check never waits behind requests that hold every
+  // worker (streams do, for as long as they stream).
+  std::vector<std::string> probe_paths;
+  int probe_workers = 2;
 };
 
 // Counts since start, for /metrics.
@@ -80,8 +85,15 @@ class ConnectionFront {
     std::string buf;
     size_t served = 0;  // requests answered on this connection before
   };
+  // Complete requests waiting for a worker: one lane for probes, one for the rest.
+  struct Lane {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<Job> jobs;
+  };
   void loop();
-  void worker();
+  void worker(Lane& lane);
+  bool is_probe(const std::string& buf) const;
   void wake();
   void on_readable(Conn& c);
   bool progress(Conn& c);  // false: c is no longer the front's (handed to a worker)
@@ -112,10 +124,7 @@ class ConnectionFront {
   std::vector<int> adopted_;
   std::vector<Job> returned_;
 
-  // Complete requests waiting for a worker.
-  std::mutex ready_mu_;
-  std::condition_variable ready_cv_;
-  std::deque<Job> ready_;
+  Lane ready_, probes_;
 
   std::atomic<int64_t> busy_{0};  // connections a worker has (queued or answering)
   std::atomic<int64_t> open_{0}, timed_out_{0}, refused_{0}, evicted_{0}, rejected_{0};

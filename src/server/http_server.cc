@@ -277,6 +277,7 @@ FrontLimits front_limits(const ServerOptions& o) {
   f.max_keep_alive_requests = 1000;
   f.send_buffer_bytes = o.send_buffer_bytes;
   f.workers = o.http_threads > 0 ? o.http_threads : 64;
+  f.probe_paths = {"/health", "/live", "/metrics"};  // answered whatever holds the workers
   return f;
 }
 

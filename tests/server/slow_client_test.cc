@@ -406,5 +406,55 @@ TEST_F(SlowClientTest, StreamNeverReadIsCancelledAtTheWriteTimeout) {
   stop(server);
 }
 
+// Probes are answered while streams hold every worker: two unread streams block both workers in
+// their writes (for up to --write-timeout), yet /health, /live and /metrics answer at once on
+// the probe workers. A /v1/models request meanwhile waits for a worker (the setup does hold them).
+TEST_F(SlowClientTest, ProbesAreAnsweredWhileStreamsHoldEveryWorker) {
+  const fs::path slow = *dir_ / "slow.gguf";
+  ServerProcess server;
+  ASSERT_TRUE(
+      server.start({slow.string(), "--threads", "1", "--write-timeout", "30", "--http-threads", "2",
+                    "--kv-cache-mb", "64", "--send-buffer-kb", "16"}))
+      << server.log();
+  const int port = server.port();
+  ASSERT_TRUE(eventually([&] { return quick_completion(port).first == 200; }, 60));
+  const std::string body =
+      R"({"prompt": "Once upon a time", "stream": true, "ignore_eos": true, "logprobs": 5,
+          "max_tokens": 4000})";
+  const std::string req =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  std::vector<int> streams;
+  for (int i = 0; i < 2; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int small = 4096;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(uint16_t(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), ssize_t(req.size()));
+    streams.push_back(fd);
+  }
+  ASSERT_TRUE(eventually([&] { return scrape(port, "shrike_requests_running") == 2; }, 10));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the buffers fill; writes wait
+  RawConnection models(port);
+  ASSERT_TRUE(models.send_all("GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"));
+  for (const char* path : {"/health", "/live", "/metrics"}) {
+    RawConnection probe(port);
+    const auto t0 = Clock::now();
+    ASSERT_TRUE(probe.send_all(std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const std::string raw = probe.read_until("\r\n\r\n");
+    EXPECT_EQ(raw_status(raw), 200) << path << ": " << raw;
+    EXPECT_LT(since(t0), 1.0) << path << " waited for a worker";
+  }
+  pollfd p{models.fd(), POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0) << "a worker was free: the streams did not hold both";
+  for (const int fd : streams) close(fd);
+  EXPECT_EQ(raw_status(models.read_until("\r\n\r\n")), 200);
+  stop(server);
+}
+
 }  // namespace
 }  // namespace shrike::testing
