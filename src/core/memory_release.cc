@@ -78,9 +78,11 @@ class MemoryReleaser {
   std::thread thread_;  // last: started once the members it uses exist
 };
 
+// Never destroyed: objects destroyed at exit (a static cache's constraints) may still ask for a
+// release after a function-local static would be gone. Its thread ends with the process.
 MemoryReleaser& releaser() {
-  static MemoryReleaser r;
-  return r;
+  static MemoryReleaser* r = new MemoryReleaser;
+  return *r;
 }
 
 }  // namespace
