@@ -40,6 +40,22 @@ class SchemaCompiler {
     if (!s.is_object()) fail(where, "a schema must be an object or a boolean");
     check_keywords(s, where);
 
+    // A keyword that is a schema of its own ($ref, allOf, const, enum, anyOf) with other
+    // constraining keywords beside it: all must hold, so the two halves compile apart and meet
+    // as an intersection ({"type": "string", "enum": ["a", 1]} is "a" only).
+    for (const char* whole : {"$ref", "allOf", "const", "enum", "anyOf"}) {
+      if (!s.contains(whole)) continue;
+      ojson rest = s;
+      rest.erase(whole);
+      bool constrained = false;
+      for (const auto& [key, v] : rest.items()) constrained |= annotations().count(key) == 0;
+      if (!constrained) break;
+      const ojson alone = {{whole, s.at(whole)}};
+      return intersection(
+          {standalone([&](SchemaCompiler& c) { return c.value(alone, where, depth); }),
+           standalone([&](SchemaCompiler& c) { return c.value(rest, where, depth); })},
+          where);
+    }
     if (const auto it = s.find("$ref"); it != s.end()) return ref(*it, where, depth);
     if (const auto it = s.find("allOf"); it != s.end()) {
       if (!it->is_array() || it->size() != 1)
@@ -187,6 +203,7 @@ class SchemaCompiler {
   Automaton standalone(Build build) {
     Nfa nfa;
     SchemaCompiler c(nfa, root_);
+    c.refs_ = refs_;  // a $ref being expanded stays recursive inside
     const Frag f = build(c);
     return Automaton::determinize(nfa, f);
   }

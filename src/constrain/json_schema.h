@@ -15,8 +15,9 @@
 // numbers a subset of the range, see bounded_number; multipleOf exactly, see decimal.h), boolean,
 // null, array (items, minItems, maxItems), and annotations (title, description, default,
 // examples, $schema, $id, $comment, deprecated, readOnly, writeOnly). Type-specific keywords
-// without a "type" are refused (they would go unenforced). Anything else (recursion,
-// patternProperties, if/then/else, oneOf, uniqueItems, ...) throws a
+// without a "type" are refused (they would go unenforced). Beside $ref, allOf, const, enum or
+// anyOf, other constraining keywords hold too (the two halves meet as an intersection). Anything
+// else (recursion, patternProperties, if/then/else, oneOf, uniqueItems, ...) throws a
 // ConstraintError naming the keyword and where it is. Nesting is limited to 32 levels.
 //
 // Values of no particular type ({} or true, an object without properties, an array without

@@ -271,6 +271,39 @@ TEST(JsonSchema, StringFormatsTakeValidFormsOnly) {
     EXPECT_FALSE(code.matches(std::string("\"") + bad + "\"")) << bad;
 }
 
+// A schema of its own ($ref, const, enum, anyOf) with other keywords beside it: all hold.
+TEST(JsonSchema, SiblingsOfRefEnumAndAnyOfHoldToo) {
+  const Automaton e =
+      json_schema_automaton(ojson::parse(R"({"type":"string","enum":["a",1,"bb"],"maxLength":1})"));
+  EXPECT_TRUE(e.matches(R"("a")"));
+  EXPECT_FALSE(e.matches("1"));
+  EXPECT_FALSE(e.matches(R"("bb")"));
+  const Automaton r = json_schema_automaton(ojson::parse(
+      R"({"$defs":{"S":{"type":"string"}},"$ref":"#/$defs/S","type":"string","maxLength":2})"));
+  EXPECT_TRUE(r.matches(R"("ab")"));
+  EXPECT_FALSE(r.matches(R"("abc")"));
+  const Automaton any = json_schema_automaton(ojson::parse(
+      R"({"type":"object","anyOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},
+          {"properties":{"b":{"type":"null"}},"required":["b"]}]})"));
+  EXPECT_TRUE(any.matches(R"({"a":1})"));
+  EXPECT_TRUE(any.matches(R"({"b":null})"));
+  EXPECT_FALSE(any.matches("1"));
+  EXPECT_FALSE(any.matches("{}"));
+  // Annotations beside them change nothing.
+  const Automaton noted =
+      json_schema_automaton(ojson::parse(R"({"enum":[1,"x"],"description":"d","title":"t"})"));
+  EXPECT_TRUE(noted.matches("1"));
+  EXPECT_TRUE(noted.matches(R"("x")"));
+  EXPECT_THROW(json_schema_automaton(ojson::parse(R"({"type":"integer","const":5,"minimum":6})")),
+               ConstraintError);
+  // A recursive $ref stays refused when siblings sit beside it.
+  EXPECT_THROW(
+      json_schema_automaton(ojson::parse(
+          R"({"$defs":{"N":{"type":"object","properties":{"n":{"$ref":"#/$defs/N","type":"object"}}}},
+                       "$ref":"#/$defs/N"})")),
+      ConstraintError);
+}
+
 TEST(JsonSchema, UnsupportedFeaturesAreNamed) {
   const std::pair<const char*, const char*> cases[] = {
       {R"({"type":"string","format":"credit-card"})", "the format \"credit-card\" is not"},
