@@ -325,6 +325,7 @@ bool ConnectionFront::progress(Conn& c) {
     case FrameState::Complete: {
       Job j;
       j.fd = c.fd;
+      j.request_bytes = c.framer.request_end();
       j.buf = std::move(c.buf);
       j.served = c.served;
       epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
@@ -402,7 +403,8 @@ void ConnectionFront::worker(Lane& lane) {
     bool keep = false;
     if (!stopping_.load()) {
       try {
-        keep = handler_(j.fd, j.buf, j.served + 1 >= limits_.max_keep_alive_requests);
+        keep =
+            handler_(j.fd, j.buf, j.request_bytes, j.served + 1 >= limits_.max_keep_alive_requests);
       } catch (...) {
         keep = false;
       }

@@ -55,11 +55,12 @@ struct FrontCounters {
 
 class ConnectionFront {
  public:
-  // Runs on a worker: parses and answers the request at the start of `buf` (complete), reading
-  // only from `buf` and erasing what it consumed; writes to `fd`. Returns false when the
-  // connection must be closed (write failed, or the request said Connection: close);
+  // Runs on a worker: parses and answers the request held by the first `request_bytes` bytes of
+  // `buf` (complete, as the framer delimited it: the handler's parser reads no further, so it
+  // cannot take a pipelined request for a body) and erases them; writes to `fd`. Returns false
+  // when the connection must be closed (write failed, or the request said Connection: close);
   // `last` asks it to close the connection after this answer.
-  using Handler = std::function<bool(int fd, std::string& buf, bool last)>;
+  using Handler = std::function<bool(int fd, std::string& buf, size_t request_bytes, bool last)>;
   // The body of an error the front answers itself (status, what was wrong): JSON.
   using ErrorBody = std::function<std::string(int status, const std::string& message)>;
 
@@ -83,7 +84,8 @@ class ConnectionFront {
   struct Job {
     int fd = -1;
     std::string buf;
-    size_t served = 0;  // requests answered on this connection before
+    size_t request_bytes = 0;  // the complete request at the start of buf
+    size_t served = 0;         // requests answered on this connection before
   };
   // Complete requests waiting for a worker: one lane for probes, one for the rest.
   struct Lane {

@@ -47,7 +47,7 @@ bool FrontStream::is_writable() const {
 }
 
 ssize_t FrontStream::read(char* ptr, size_t size) {
-  const size_t n = std::min(size, buf_.size() - pos_);
+  const size_t n = std::min(size, end_ - pos_);
   std::memcpy(ptr, buf_.data() + pos_, n);
   pos_ += n;
   return ssize_t(n);

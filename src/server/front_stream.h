@@ -6,6 +6,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -13,26 +14,25 @@ namespace shrike::server {
 
 class FrontStream : public httplib::Stream {
  public:
-  FrontStream(int fd, const std::string& buf, std::chrono::milliseconds write_timeout)
-      : fd_(fd), buf_(buf), write_timeout_(write_timeout) {}
+  // Reads see the first `end` bytes of `buf`: the request, as the front framed it.
+  FrontStream(int fd, const std::string& buf, size_t end, std::chrono::milliseconds write_timeout)
+      : fd_(fd), buf_(buf), end_(std::min(end, buf.size())), write_timeout_(write_timeout) {}
 
-  bool is_readable() const override { return pos_ < buf_.size(); }
+  bool is_readable() const override { return pos_ < end_; }
   bool is_writable() const override;
-  // From the buffer only; 0 (end of stream) past it.
+  // From the request's bytes only; 0 (end of stream) past them.
   ssize_t read(char* ptr, size_t size) override;
   ssize_t write(const char* ptr, size_t size) override;
   void get_remote_ip_and_port(std::string& ip, int& port) const override;
   void get_local_ip_and_port(std::string& ip, int& port) const override;
   socket_t socket() const override { return fd_; }
 
-  // Bytes of the buffer read so far (the request; what follows is the next one).
-  size_t consumed() const { return pos_; }
-
  private:
   bool wait_writable() const;
 
   int fd_;
   const std::string& buf_;
+  size_t end_;
   size_t pos_ = 0;
   std::chrono::milliseconds write_timeout_;
 };

@@ -288,7 +288,9 @@ struct HttpServer::Impl {
       : opt(std::move(o)),
         front(
             front_limits(opt),
-            [this](int fd, std::string& buf, bool last) { return answer(fd, buf, last); },
+            [this](int fd, std::string& buf, size_t request_bytes, bool last) {
+              return answer(fd, buf, request_bytes, last);
+            },
             [this](int status, const std::string& message) {
               {
                 std::lock_guard<std::mutex> lock(counts_mu);
@@ -298,13 +300,15 @@ struct HttpServer::Impl {
             }),
         rng(std::random_device{}()) {}
 
-  // One complete request from the front: parsed and answered by httplib on this worker.
-  bool answer(int fd, std::string& buf, bool last) {
+  // One complete request from the front: parsed and answered by httplib on this worker, within
+  // the bytes the front's framer delimited (the one authority on where a request ends).
+  bool answer(int fd, std::string& buf, size_t request_bytes, bool last) {
     FrontStream strm(
-        fd, buf, std::chrono::milliseconds(int64_t(std::max(0.001, opt.write_timeout_s) * 1000)));
+        fd, buf, request_bytes,
+        std::chrono::milliseconds(int64_t(std::max(0.001, opt.write_timeout_s) * 1000)));
     bool closed = false;
     const bool ok = svr.answer(strm, last, closed);
-    buf.erase(0, strm.consumed());
+    buf.erase(0, request_bytes);
     return ok && !closed && !last;
   }
 

@@ -9,6 +9,9 @@ namespace {
 
 // httplib answers 414 past this many bytes of request line (CPPHTTPLIB_REQUEST_URI_MAX_LENGTH).
 constexpr size_t kMaxRequestLine = 8192;
+// httplib refuses a header line (with its CRLF) longer than this (CPPHTTPLIB_HEADER_MAX_LENGTH)
+// with a bare 400; the front answers 431 first, so the two never disagree.
+constexpr size_t kMaxHeaderLine = 8192;
 // A chunk-size line (hex size, extensions) or trailer line longer than this is refused.
 constexpr size_t kMaxChunkLine = 4096;
 
@@ -134,7 +137,15 @@ FrameState RequestFramer::parse_head(std::string& buf, size_t head_end) {
     const std::string_view line = std::string_view(buf).substr(at, nl - at);
     if (++headers > limits_.max_headers)
       return fail(431, "More than " + std::to_string(limits_.max_headers) + " header lines.");
+    if (line.size() + 1 > kMaxHeaderLine)
+      return fail(431,
+                  "A header line is longer than " + std::to_string(kMaxHeaderLine) + " bytes.");
     const size_t colon = line.find(':');
+    // RFC 9112 5.1: no whitespace between a field name and its colon; a server must answer 400
+    // (else "Content-Length : 30" would frame one way here and another in a proxy).
+    if (colon != std::string_view::npos && colon > 0 &&
+        (line[colon - 1] == ' ' || line[colon - 1] == '\t'))
+      return fail(400, "Whitespace between a header name and its colon.");
     if (!line.empty() && line.back() == '\r' && colon != std::string_view::npos) {
       const std::string_view name = line.substr(0, colon);
       const std::string_view value = trim(line.substr(colon + 1));

@@ -143,6 +143,8 @@ TEST(RequestFramer, LimitsAndMalformations) {
        413},
       {"bad chunk size", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400},
       {"chunk without CRLF", "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXY", 400},
+      {"whitespace before the colon", "POST / HTTP/1.1\r\nContent-Length : 3\r\n\r\nabc", 400},
+      {"tab before the colon", "GET / HTTP/1.1\r\nHost\t: x\r\n\r\n", 400},
       {"chunk line too long",
        "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;" + std::string(5000, 'e'), 400},
   };
@@ -152,6 +154,19 @@ TEST(RequestFramer, LimitsAndMalformations) {
     EXPECT_EQ(f.state, FrameState::Invalid);
     EXPECT_EQ(f.status, c.status);
   }
+}
+
+// A header line past httplib's own line limit (8 KiB) inside a head the limit allows: one 431
+// from the front, where httplib would answer a bare 400.
+TEST(RequestFramer, HeaderLineOverHttplibsLimitIs431) {
+  FrameLimits limits = small_limits();
+  limits.max_head_bytes = 16384;
+  const Fed long_line =
+      feed("GET / HTTP/1.1\r\nX-Big: " + std::string(9000, 'a') + "\r\n\r\n", limits);
+  EXPECT_EQ(long_line.state, FrameState::Invalid);
+  EXPECT_EQ(long_line.status, 431);
+  const Fed fits = feed("GET / HTTP/1.1\r\nX-Big: " + std::string(8000, 'a') + "\r\n\r\n", limits);
+  EXPECT_EQ(fits.state, FrameState::Complete);
 }
 
 TEST(RequestFramer, ManyTinyChunksAreRefusedBeforeTheBufferGrows) {

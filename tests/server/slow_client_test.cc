@@ -234,6 +234,56 @@ TEST_F(SlowClientTest, HeadLimitsAreRefused) {
   stop(server);
 }
 
+// The front's framer is the one authority on where a request ends (issue 31): a POST with
+// neither Content-Length nor Transfer-Encoding has an empty body (its 400 says so) and the
+// request pipelined after it is answered, not read as its body; whitespace before a header's colon
+// is a 400; a header line past httplib's 8 KiB line limit inside a head the limit allows is one
+// 431 with an OpenAI error.
+TEST_F(SlowClientTest, OneFramingForEveryRequest) {
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(start(server, {"--max-header-kb", "16"}));
+  {
+    RawConnection conn(server.port());
+    ASSERT_TRUE(conn.send_all(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n{\"prompt\":\"a\",\"max_tokens\":1}"
+        "GET /live HTTP/1.1\r\nHost: x\r\n\r\n"));
+    // The JSON text after the empty-bodied POST is not a request line: the second answer is the
+    // front's 400 for it, after the POST's own 400; nothing is taken as a body.
+    const std::string raw = conn.read_until("request line");
+    EXPECT_EQ(raw_status(raw), 400) << raw;
+    EXPECT_NE(raw.find("HTTP/1.1 400", 12), std::string::npos) << raw;
+  }
+  {
+    RawConnection conn(server.port());
+    ASSERT_TRUE(
+        conn.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\n\r\n"
+                      "GET /live HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const std::string raw = conn.read_until("alive");
+    EXPECT_EQ(raw_status(raw), 400) << raw;
+    EXPECT_NE(raw.find("\"alive\""), std::string::npos) << "the pipelined GET was lost: " << raw;
+  }
+  {
+    RawConnection conn(server.port());
+    ASSERT_TRUE(
+        conn.send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length : 22\r\n\r\n"
+                      "{\"prompt\":\"a\",\"n\":1}"));
+    const RawError e = raw_error(conn.read_until("}}"));
+    EXPECT_EQ(e.status, 400);
+    EXPECT_TRUE(e.closes);
+  }
+  {
+    RawConnection conn(server.port());
+    ASSERT_TRUE(conn.send_all("GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " +
+                              std::string(9000, 'a') + "\r\n\r\nGET /live HTTP/1.1\r\n\r\n"));
+    const std::string raw = conn.read_until("}}");
+    const RawError e = raw_error(raw);
+    EXPECT_EQ(e.status, 431) << raw;
+    EXPECT_FALSE(e.code.empty()) << raw;
+    EXPECT_EQ(raw.find("HTTP/1.1", 12), std::string::npos) << "one answer only: " << raw;
+  }
+  stop(server);
+}
+
 // Expect: 100-continue is answered by the front, so curl-style clients send their body at once.
 TEST_F(SlowClientTest, ExpectContinueIsAnswered) {
   ServerProcess server;
