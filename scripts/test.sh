@@ -40,8 +40,12 @@ if [ "${SHRIKE_SKIP_SANITIZERS:-0}" != 1 ]; then
   # same sampling code that the engine tests run under ASan on fewer draws), ~110 CPU-s here,
   # and the longest end-to-end CLI runs (train, prune, distill, quantise, optimize: ~50 CPU-s;
   # the Hugging Face folders through every compression command, ~60 CPU-s; three users' models
-  # and data through optimize, ~100 CPU-s; the layers they drive have their own tests under ASan).
-  asan_skip='^(SpeculativeDistribution\.|SpeculativeSampling\.|Sampler\.DefaultsDrawWhatTheFirstVersionDrew$|Gptq\.BeatsRoundToNearestOnCorrelatedInputs$|OptimizeCli\.MeasuresEveryAvailableStageAndCachesModels$|WorkloadCli\.GenTrainEvalPruneDistillGenerate$|Checkpoints/RealArchCli\.|Users/OptimizeUsers\.)'
+  # and data through optimize, ~100 CPU-s; the layers they drive have their own tests under ASan),
+  # and the training-convergence checks (a model learns its set, distillation pulls a student
+  # towards its teacher, a draft distilled on teacher samples, ~70 CPU-s under ASan: the same
+  # trainer code runs under ASan in the shorter Trainer tests) and the 30-second soak (its parts
+  # have their own tests; ~28 s).
+  asan_skip='^(SpeculativeDistribution\.|SpeculativeSampling\.|Sampler\.DefaultsDrawWhatTheFirstVersionDrew$|Gptq\.BeatsRoundToNearestOnCorrelatedInputs$|OptimizeCli\.MeasuresEveryAvailableStageAndCachesModels$|WorkloadCli\.GenTrainEvalPruneDistillGenerate$|Checkpoints/RealArchCli\.|Users/OptimizeUsers\.|Trainer\.TinyModelLearnsItsTrainingSet$|Trainer\.DistillationPullsTheStudentTowardsTheTeacher$|TeacherSamples\.DraftDistilledOnThemApproachesTheTeacher$|Soak\.ShortSoakOfStories260KPassesEveryCriterion$)'
   (cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -E "$asan_skip")
   if [ "${SHRIKE_FUZZ:-1}" = 1 ]; then
     step "fuzzing, ${FUZZ_SECONDS:-20} s per target"
