@@ -3,8 +3,15 @@
 #include "server/request_framer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
 #include <string>
+#include <vector>
 
 namespace shrike::server {
 namespace {
@@ -187,6 +194,124 @@ TEST(RequestFramer, ResetFramesTheNextRequest) {
   r.reset();
   EXPECT_EQ(r.advance(buf), FrameState::Complete);
   EXPECT_EQ(r.request_end(), kGet.size());
+}
+
+// A random stream of one to four requests, pipelined: GET/POST/PUT/DELETE, headers, bodies by
+// Content-Length or chunked (extensions, trailers), and in some streams one malformation.
+std::string random_stream(std::mt19937_64& rng) {
+  auto pick = [&](int n) { return int(rng() % uint64_t(n)); };
+  const int bad = pick(3) == 0 ? pick(7) : -1;  // which malformation, if any
+  const int bad_at = pick(4);                   // in which request
+  std::string out;
+  const int n = 1 + pick(4);
+  for (int i = 0; i < n; ++i) {
+    const bool here = bad >= 0 && i == bad_at % n;
+    const char* methods[] = {"GET", "POST", "PUT", "DELETE"};
+    std::string head = std::string(here && bad == 0 ? "get" : methods[pick(4)]) + " /p" +
+                       std::to_string(pick(1000)) + (pick(2) ? "?q=1" : "") + " HTTP/1.1\r\n";
+    head += "Host: x\r\n";
+    for (int h = pick(4); h > 0; --h)
+      head += "X-H" + std::to_string(h) + (here && bad == 1 && h == 1 ? " : " : ": ") + "v" +
+              std::to_string(pick(100)) + "\r\n";
+    std::string body;
+    const int mode = pick(3);  // 0: none, 1: Content-Length, 2: chunked
+    if (mode == 1) {
+      body = std::string(size_t(pick(40)), 'b');
+      head += "Content-Length: " + (here && bad == 2 ? "1x" : std::to_string(body.size())) + "\r\n";
+      if (here && bad == 3) head += "Transfer-Encoding: chunked\r\n";
+    } else if (mode == 2) {
+      head += std::string("Transfer-Encoding: ") + (here && bad == 4 ? "gzip" : "chunked") + "\r\n";
+      for (int c = 1 + pick(3); c > 0; --c) {
+        const size_t len = 1 + size_t(pick(20));
+        char hex[16];
+        std::snprintf(hex, sizeof hex, "%zx", len);
+        body += (here && bad == 5 ? std::string("zz") : std::string(hex)) +
+                (pick(4) ? "" : ";e=1") + "\r\n" +
+                std::string(len + (here && bad == 6 ? 1 : 0), 'c') + "\r\n";
+      }
+      body += pick(3) ? "0\r\n\r\n" : "0\r\nT: v\r\n\r\n";
+    }
+    out += head + "\r\n" + body;
+  }
+  return out;
+}
+
+// Where each request of a stream ends by this framer, and whether it refused the stream.
+nlohmann::json own_frames(const std::string& bytes) {
+  RequestFramer r((FrameLimits()));
+  std::string buf = bytes;
+  std::vector<size_t> ends;
+  size_t done = 0;
+  bool error = false;
+  while (!buf.empty()) {
+    const FrameState s = r.advance(buf);
+    if (s == FrameState::Invalid) error = true;
+    if (s != FrameState::Complete) break;
+    done += r.request_end();
+    ends.push_back(done);
+    buf.erase(0, r.request_end());
+    r.reset();
+  }
+  return {{"ends", ends}, {"error", error}};
+}
+
+std::string base64(const std::string& in) {
+  static const char* k = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += 3) {
+    uint32_t v = uint32_t(uint8_t(in[i])) << 16;
+    if (i + 1 < in.size()) v |= uint32_t(uint8_t(in[i + 1])) << 8;
+    if (i + 2 < in.size()) v |= uint8_t(in[i + 2]);
+    out += k[(v >> 18) & 63];
+    out += k[(v >> 12) & 63];
+    out += i + 1 < in.size() ? k[(v >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? k[v & 63] : '=';
+  }
+  return out;
+}
+
+// Differential: 2,000 random streams (pipelined, chunked, malformed) framed here and by Node's
+// llhttp (tests/server/llhttp_frames.mjs, fed a byte at a time): the same request ends, and the
+// same streams refused.
+TEST(RequestFramer, AgreesWithLlhttpOnRandomStreams) {
+  ASSERT_EQ(std::system("node --version > /dev/null 2>&1"), 0)
+      << "Node.js is needed for this test (its llhttp is the reference): run scripts/setup.sh";
+  std::mt19937_64 rng(2026);
+  std::vector<std::string> streams;
+  nlohmann::json encoded = nlohmann::json::array();
+  for (int i = 0; i < 2000; ++i) {
+    streams.push_back(random_stream(rng));
+    encoded.push_back(base64(streams.back()));
+  }
+  const std::filesystem::path in =
+      std::filesystem::temp_directory_path() / ("shrike_llhttp_" + std::to_string(getpid()));
+  std::ofstream(in) << encoded.dump();
+  const std::string cmd =
+      "node " + std::string(SHRIKE_SOURCE_DIR) + "/tests/server/llhttp_frames.mjs < " + in.string();
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string text;
+  char chunk[65536];
+  size_t got;
+  while ((got = fread(chunk, 1, sizeof chunk, p)) > 0) text.append(chunk, got);
+  ASSERT_EQ(pclose(p), 0) << text;
+  std::filesystem::remove(in);
+  const nlohmann::json reference = nlohmann::json::parse(text);
+  ASSERT_EQ(reference.size(), streams.size());
+  int refused = 0, requests = 0, mismatches = 0;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const nlohmann::json own = own_frames(streams[i]);
+    refused += own["error"].get<bool>();
+    requests += int(own["ends"].size());
+    if (own != reference[i] && ++mismatches <= 5)
+      ADD_FAILURE() << "stream " << i << ": shrike " << own.dump() << ", llhttp "
+                    << reference[i].dump() << "\n"
+                    << streams[i];
+  }
+  std::printf("  %zu streams, %d requests framed, %d streams refused, %d disagreements\n",
+              streams.size(), requests, refused, mismatches);
+  EXPECT_GT(refused, 100);
+  EXPECT_EQ(mismatches, 0);
 }
 
 }  // namespace
