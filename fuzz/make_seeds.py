@@ -233,6 +233,15 @@ def task_data_seeds():
     put("task_data", "recall", b"\x09" + b"The key is 42. filler words here. What was the key? 42")
 
 
+def framer_seeds():
+    # The first byte is where the stream is cut in two.
+    put("framer", "pipelined", b"\x10GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"POST /v1/completions HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
+    put("framer", "chunked", b"\x30POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+        b"Expect: 100-continue\r\n\r\n3;e=1\r\nabc\r\n0\r\nT: v\r\n\r\nGET / HTTP/1.1\r\n\r\n")
+    put("framer", "malformed", b"\x05POST / HTTP/1.1\r\nContent-Length : 3\r\n\r\nabc")
+
+
 def json_schema_seeds():
     seeds = {
         "object": {"type": "object", "properties": {"intent": {"enum": ["a", "b"]},
@@ -279,3 +288,4 @@ if __name__ == "__main__":
     task_data_seeds()
     json_schema_seeds()
     regex_seeds()
+    framer_seeds()
