@@ -196,7 +196,10 @@ Automaton Automaton::determinize(const Nfa& nfa, Frag frag, int32_t max_states) 
 Frag embed_intersection(Nfa& nfa, const Automaton& a, const Automaton& b, int32_t max_states) {
   ScratchMemory scratch(ScratchMemory::Kind::Pooled);
   std::pmr::unordered_map<uint64_t, int32_t> ids(scratch.resource());  // (a, b) -> NFA state
-  std::pmr::vector<std::pair<int32_t, int32_t>> pairs(scratch.resource());
+  struct Pair {
+    int32_t a, b, state;  // the two automata's states and the NFA state standing for them
+  };
+  std::pmr::vector<Pair> pairs(scratch.resource());
   const int32_t out = nfa.add_state();
   auto id = [&](int32_t sa, int32_t sb) {
     const uint64_t key = (uint64_t(uint32_t(sa)) << 32) | uint32_t(sb);
@@ -206,15 +209,14 @@ Frag embed_intersection(Nfa& nfa, const Automaton& a, const Automaton& b, int32_
         throw ConstraintError("constraint too complex: combining its keywords needs more than " +
                               std::to_string(max_states) + " states");
       it->second = nfa.add_state();
-      pairs.emplace_back(sa, sb);
+      pairs.push_back({sa, sb, it->second});
     }
     return it->second;
   };
   const int32_t in = id(a.start(), b.start());
   bool any_accepting = false;
   for (size_t i = 0; i < pairs.size(); ++i) {
-    const auto [sa, sb] = pairs[i];
-    const int32_t from = ids.at((uint64_t(uint32_t(sa)) << 32) | uint32_t(sb));
+    const auto [sa, sb, from] = pairs[i];
     if (a.accepting(sa) && b.accepting(sb)) {
       nfa.add_eps(from, out);
       any_accepting = true;

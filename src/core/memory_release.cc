@@ -1,7 +1,6 @@
 #include "core/memory_release.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -27,14 +26,6 @@ constexpr auto kQuiet = 300ms;
 class MemoryReleaser {
  public:
   MemoryReleaser() : thread_([this] { run(); }) {}
-  ~MemoryReleaser() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
 
   void request() {
     const auto now = std::chrono::steady_clock::now();
@@ -48,33 +39,28 @@ class MemoryReleaser {
     if (wake) cv_.notify_all();
   }
 
-  int64_t releases() const { return releases_.load(); }
-
  private:
   void run() {
     std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      cv_.wait(lock, [&] { return stop_ || pending_; });
+      cv_.wait(lock, [&] { return pending_; });
       // Until kQuiet has passed since the latest request.
-      while (!stop_ && std::chrono::steady_clock::now() < last_request_ + kQuiet)
-        cv_.wait_until(lock, last_request_ + kQuiet, [&] { return stop_; });
-      if (stop_) return;
+      while (std::chrono::steady_clock::now() < last_request_ + kQuiet)
+        cv_.wait_until(lock, last_request_ + kQuiet);
       pending_ = false;
       lock.unlock();
       release_scratch_blocks();
 #if defined(__GLIBC__)
       malloc_trim(0);
 #endif
-      releases_.fetch_add(1);
       lock.lock();
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
-  bool pending_ = false, stop_ = false;
+  bool pending_ = false;
   std::chrono::steady_clock::time_point last_request_;
-  std::atomic<int64_t> releases_{0};
   std::thread thread_;  // last: started once the members it uses exist
 };
 
@@ -89,10 +75,6 @@ MemoryReleaser& releaser() {
 
 void request_memory_release() {
   releaser().request();
-}
-
-int64_t memory_releases() {
-  return releaser().releases();
 }
 
 int limit_malloc_arenas() {

@@ -10,15 +10,10 @@
 // places that free or churn much memory at once. Elsewhere than glibc it does nothing.
 #pragma once
 
-#include <cstdint>
-
 namespace shrike {
 
 // Schedules a release (cheap: a flag and a notify; the trim runs on its own thread).
 void request_memory_release();
-
-// Releases done so far (for tests and /metrics).
-int64_t memory_releases();
 
 // For a server: caps glibc's malloc arenas at max(4, 2 x hardware threads) unless the
 // MALLOC_ARENA_MAX environment variable sets its own. glibc's default, 8 per core, lets each of

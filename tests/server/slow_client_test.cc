@@ -409,6 +409,32 @@ TEST_F(SlowClientTest, NewConnectionRefusedWhenAllAreBeingAnswered) {
   stop(server);
 }
 
+// A stream request on a socket with a small receive buffer (set before connecting, so the
+// window fills after a few KiB) that the test never reads: long chunks (5 alternatives per token)
+// fill the buffers within a few hundred tokens, and the worker's writes then wait. The socket, or
+// -1 when it could not connect or send.
+int open_unread_stream(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int small = 4096;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(uint16_t(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const std::string body =
+      R"({"prompt": "Once upon a time", "stream": true, "ignore_eos": true, "logprobs": 5,
+          "max_tokens": 4000})";
+  const std::string req =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      send(fd, req.data(), req.size(), MSG_NOSIGNAL) != ssize_t(req.size())) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // A stream whose client never reads: once the socket buffers are full, the write waits
 // --write-timeout and fails; the request is cancelled and its KV blocks freed long before it
 // would have finished (one worker streams, the other answers /metrics).
@@ -421,23 +447,8 @@ TEST_F(SlowClientTest, StreamNeverReadIsCancelledAtTheWriteTimeout) {
       << server.log();
   const int port = server.port();
   ASSERT_TRUE(eventually([&] { return quick_completion(port).first == 200; }, 60));
-  // A small receive buffer, set before connecting, so the window fills after a few KiB.
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  const int small = 4096;
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(uint16_t(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  // Long chunks (5 alternatives per token) fill the buffers within a few hundred tokens.
-  const std::string body =
-      R"({"prompt": "Once upon a time", "stream": true, "ignore_eos": true, "logprobs": 5,
-          "max_tokens": 4000})";
-  const std::string req =
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-      "\r\n\r\n" + body;
-  ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), ssize_t(req.size()));
+  const int fd = open_unread_stream(port);
+  ASSERT_GE(fd, 0);
   const double finished_before = scrape(port, R"(shrike_requests_finished_total{reason="length")");
   ASSERT_TRUE(eventually([&] { return scrape(port, "shrike_requests_running") == 1; }, 10));
   const auto t0 = Clock::now();
@@ -468,24 +479,10 @@ TEST_F(SlowClientTest, ProbesAreAnsweredWhileStreamsHoldEveryWorker) {
       << server.log();
   const int port = server.port();
   ASSERT_TRUE(eventually([&] { return quick_completion(port).first == 200; }, 60));
-  const std::string body =
-      R"({"prompt": "Once upon a time", "stream": true, "ignore_eos": true, "logprobs": 5,
-          "max_tokens": 4000})";
-  const std::string req =
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
-      "\r\n\r\n" + body;
   std::vector<int> streams;
   for (int i = 0; i < 2; ++i) {
-    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int small = 4096;
-    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(uint16_t(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), ssize_t(req.size()));
-    streams.push_back(fd);
+    streams.push_back(open_unread_stream(port));
+    ASSERT_GE(streams.back(), 0);
   }
   ASSERT_TRUE(eventually([&] { return scrape(port, "shrike_requests_running") == 2; }, 10));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the buffers fill; writes wait
