@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/value_swap_options.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
 #include "model/model.h"
@@ -35,6 +36,7 @@ struct DistillArgs {
   int64_t finetune_epochs = 0;
   double finetune_lr = 2e-4;
   int threads = 0;
+  data::ValueSwapOptions swap{.copies = 0};
 };
 
 // The label-only epochs after distillation: no teacher, their own count, rate and seed.
@@ -189,6 +191,8 @@ int run_distill(DistillArgs a) {
                  (long long)used, extra.size());
   }
 
+  // Swapped copies after the teacher labelled the unlabeled utterances: their values are its.
+  train_set = with_swapped_values(train_set, a.swap, a.opt.seed, "distill");
   report_memory(*teacher.model, *student.model, a.opt);
   train::OptimizerState state;
   // The student reads the prompts the teacher's task defines.
@@ -260,6 +264,7 @@ Runner add_distill(CLI::App& app) {
   app.add_option("--temp", a->opt.temp, "softmax temperature of the KL term")
       ->check(CLI::Range(0.1, 20.0));
   app.add_option("--epochs", a->opt.epochs, "distillation epochs")->check(CLI::Range(1, 1000));
+  add_value_swap_options(app, a->swap);
   app.add_option("--lr", a->opt.lr, "peak learning rate")->check(CLI::Range(1e-7, 1.0));
   app.add_option("--finetune-epochs", a->finetune_epochs, "label-only epochs afterwards")
       ->check(CLI::Range(0, 1000));

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "cli/commands.h"
+#include "cli/value_swap_options.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
 #include "gguf/gguf.h"
@@ -29,6 +30,7 @@ struct TrainArgs {
   // Overrides of the preset's shape (0: the preset's value).
   train::ShapeOverrides shape;
   int64_t context = 0;
+  data::ValueSwapOptions swap{.copies = 0};
 };
 
 int run_train(TrainArgs a) {
@@ -74,8 +76,10 @@ int run_train(TrainArgs a) {
       (long long)c.n_heads, (long long)c.n_kv_heads, (long long)c.head_dim, (long long)c.ffn_dim,
       (long long)c.vocab_size, double(params) / 1e6, double(train::body_param_count(c)) / 1e6,
       train_set.size(), pool.size());
-  task::train_task(*model, tok, train_set, dev_set, a.opt, state, pool,
-                   [](const train::EpochReport& r) {
+  // The swapped copies join the examples after the tokenizer is trained: its pieces come from
+  // the real utterances only.
+  task::train_task(*model, tok, with_swapped_values(train_set, a.swap, a.opt.seed, "train"),
+                   dev_set, a.opt, state, pool, [](const train::EpochReport& r) {
                      std::fprintf(stderr, "%s\n", train::describe(r).c_str());
                    });
   // The task travels with the model: serve constrains answers to it, eval and /v1/intent read it.
@@ -116,6 +120,7 @@ Runner add_train(CLI::App& app) {
   app.add_option("--vocab-size", a->vocab_size, "size of the trained tokenizer")
       ->check(CLI::Range(300, 1 << 20));
   app.add_option("--epochs", a->opt.epochs, "passes over the data")->check(CLI::Range(1, 1000));
+  add_value_swap_options(app, a->swap);
   app.add_option("--lr", a->opt.lr, "peak learning rate")->check(CLI::Range(1e-7, 1.0));
   app.add_option("--batch-tokens", a->opt.batch_tokens, "tokens per batch")
       ->check(CLI::Range(16, 1 << 20));

@@ -28,6 +28,52 @@ void add_example(ScoreCounts& c, const data::Example& gold, const TaskPrediction
   c.parse_failures += !pred.parsed;
 }
 
+std::string lower_ascii(std::string s) {
+  for (char& ch : s)
+    if (ch >= 'A' && ch <= 'Z') ch = char(ch - 'A' + 'a');
+  return s;
+}
+
+// The kinds of SlotErrorCounts for one example (see task_scores.h).
+void add_slot_errors(SlotErrorCounts& e, const data::Example& gold, const TaskPrediction& pred) {
+  if (!pred.parsed) {
+    e.unparsed += int64_t(gold.slots.size());
+    return;
+  }
+  const std::string utterance = task_utterance(gold.text);
+  std::map<std::string, bool> value_taken;  // predicted names whose error is already counted
+  for (const auto& [name, value] : gold.slots) {
+    const auto it = pred.slots.find(name);
+    if (it != pred.slots.end()) {
+      if (it->second == value) continue;
+      const std::string& p = it->second;
+      if (lower_ascii(p) == lower_ascii(value))
+        ++e.case_only;
+      else if (p.find(value) != std::string::npos || value.find(p) != std::string::npos)
+        ++e.boundary;
+      else
+        ++e.wrong_value;
+      value_taken[name] = true;
+      continue;
+    }
+    const auto other = std::find_if(pred.slots.begin(), pred.slots.end(), [&](const auto& kv) {
+      return kv.second == value && !gold.slots.contains(kv.first) && !value_taken[kv.first];
+    });
+    if (other != pred.slots.end()) {
+      ++e.wrong_type;
+      value_taken[other->first] = true;
+    } else {
+      ++e.missing;
+    }
+  }
+  for (const auto& [name, value] : pred.slots) {
+    const auto it = gold.slots.find(name);
+    if (it != gold.slots.end() && it->second == value) continue;
+    e.not_in_utterance += utterance.find(value) == std::string::npos;
+    if (!value_taken[name]) ++e.spurious;
+  }
+}
+
 void finish(ScoreCounts& c) {
   c.intent_accuracy = ratio(c.intent_correct, c.n);
   c.exact_accuracy = ratio(c.exact_correct, c.n);
@@ -78,6 +124,7 @@ TaskScores score_task(const std::vector<data::Example>& gold,
   std::map<std::pair<std::string, std::string>, int64_t> confusions;
   for (size_t i = 0; i < gold.size(); ++i) {
     add_example(s, gold[i], pred[i]);
+    add_slot_errors(s.slot_errors, gold[i], pred[i]);
     add_example(s.per_language[gold[i].lang], gold[i], pred[i]);
     IntentAccuracy& per_intent = s.per_intent[gold[i].intent];
     ++per_intent.n;
@@ -122,6 +169,15 @@ std::string format_scores(const TaskScores& s, int top_confusions) {
           shown(lang).c_str(), (long long)c.n, c.intent_accuracy, c.slot_f1, c.exact_accuracy,
           (long long)c.parse_failures);
   }
+  const SlotErrorCounts& e = s.slot_errors;
+  if (s.slot_gold > 0 || s.slot_predicted > 0)
+    out += printf_string(
+        "slot errors      %lld boundary, %lld wrong value, %lld case only, %lld wrong type, "
+        "%lld missing, %lld spurious, %lld in unparsed answers; %lld wrong values not in the "
+        "utterance\n",
+        (long long)e.boundary, (long long)e.wrong_value, (long long)e.case_only,
+        (long long)e.wrong_type, (long long)e.missing, (long long)e.spurious, (long long)e.unparsed,
+        (long long)e.not_in_utterance);
   if (!s.confusions.empty() && top_confusions > 0) {
     out += "top confusions (gold -> predicted):\n";
     const size_t shown_n = std::min(s.confusions.size(), size_t(top_confusions));
@@ -136,6 +192,11 @@ std::string format_scores(const TaskScores& s, int top_confusions) {
 
 std::string scores_json(const TaskScores& s) {
   nlohmann::ordered_json j = counts_json(s);
+  const SlotErrorCounts& e = s.slot_errors;
+  j["slot_errors"] = {{"boundary", e.boundary},   {"wrong_value", e.wrong_value},
+                      {"case_only", e.case_only}, {"wrong_type", e.wrong_type},
+                      {"missing", e.missing},     {"spurious", e.spurious},
+                      {"unparsed", e.unparsed},   {"not_in_utterance", e.not_in_utterance}};
   j["per_language"] = nlohmann::ordered_json::object();
   for (const auto& [lang, c] : s.per_language) j["per_language"][lang] = counts_json(c);
   j["per_intent"] = nlohmann::ordered_json::object();

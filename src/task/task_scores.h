@@ -47,7 +47,26 @@ struct Confusion {
   int64_t count = 0;
 };
 
+// Where the slot errors come from, each missed gold slot and each wrong predicted slot counted
+// once, by the first kind that fits:
+//   case_only   right name, the value differs only in letter case;
+//   boundary    right name, one value contains the other (a word too many or too few);
+//   wrong_value right name, a value that shares nothing with the gold one;
+//   wrong_type  the gold value predicted under another slot name (the gold slot is missed and the
+//               predicted one is wrong: one error of this kind, not a missing + a spurious);
+//   missing     a gold slot with nothing predicted for it;
+//   spurious    a predicted slot whose name and value are in no gold slot;
+//   unparsed    gold slots of answers that could not be read (parse failures).
+// not_in_utterance counts, over the wrong predicted slots, values that are not a substring of
+// the utterance (the model invented or mis-copied them: what value copying prevents).
+struct SlotErrorCounts {
+  int64_t case_only = 0, boundary = 0, wrong_value = 0, wrong_type = 0, missing = 0, spurious = 0,
+          unparsed = 0;
+  int64_t not_in_utterance = 0;
+};
+
 struct TaskScores : ScoreCounts {
+  SlotErrorCounts slot_errors;
   std::map<std::string, ScoreCounts> per_language;   // by Example::lang ("" when unknown)
   std::map<std::string, IntentAccuracy> per_intent;  // by gold intent
   std::vector<Confusion> confusions;  // every gold != predicted pair; by count, then names

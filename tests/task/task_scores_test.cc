@@ -36,6 +36,39 @@ struct Fixture {
   };
 };
 
+TEST(Metrics, SlotErrorsByKind) {
+  const auto ex = [](std::string text, Slots slots) {
+    return Example{std::move(text), "I", std::move(slots), "en"};
+  };
+  const std::vector<Example> g = {
+      ex("play the song Blue Moon by Ella", {{"track", "Blue Moon"}, {"artist", "Ella"}}),
+      ex("book a table in Paris for two", {{"city", "Paris"}, {"party_size", "two"}}),
+      ex("rate this book four", {{"rating", "four"}}),
+      ex("weather tomorrow", {{"date", "tomorrow"}}),
+  };
+  const std::vector<TaskPrediction> p = {
+      // boundary ("Blue" inside "Blue Moon"), case only ("ella")
+      pred("I", {{"track", "Blue"}, {"artist", "ella"}}),
+      // wrong type (Paris as state), wrong value invented (three: not in the utterance)
+      pred("I", {{"state", "Paris"}, {"party_size", "three"}}),
+      // missing rating, spurious object ("book" is in the utterance)
+      pred("I", {{"object", "book"}}), pred("", {}, false),  // one gold slot in an unparsed answer
+  };
+  const SlotErrorCounts e = score_task(g, p).slot_errors;
+  EXPECT_EQ(e.boundary, 1);
+  EXPECT_EQ(e.case_only, 1);
+  EXPECT_EQ(e.wrong_type, 1);
+  EXPECT_EQ(e.wrong_value, 1);
+  EXPECT_EQ(e.missing, 1);
+  EXPECT_EQ(e.spurious, 1);
+  EXPECT_EQ(e.unparsed, 1);
+  EXPECT_EQ(e.not_in_utterance, 2);  // "three" and "ella"
+  const auto j = nlohmann::json::parse(scores_json(score_task(g, p)));
+  EXPECT_EQ(j["slot_errors"]["wrong_type"], 1);
+  EXPECT_NE(format_scores(score_task(g, p)).find("1 boundary, 1 wrong value, 1 case only"),
+            std::string::npos);
+}
+
 TEST(Metrics, OverallNumbers) {
   const Fixture f;
   const TaskScores s = score_task(f.g, f.p);
