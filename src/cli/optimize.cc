@@ -79,8 +79,9 @@ Runner add_optimize(CLI::App& app, int argc, char** argv) {
   app.add_option("--batch-size", o->static_batch, "static batch size (and max-seqs everywhere)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  app.add_option("--max-tokens", o->max_tokens, "longest answer")
-      ->check(CLI::Range(1, 4096))
+  app.add_option("--max-tokens", o->max_tokens,
+                 "longest answer (0: the longest labelled answer in the teacher's tokens + 8)")
+      ->check(CLI::Range(0, 4096))
       ->capture_default_str();
   app.add_option("--c1-requests", o->c1_requests, "requests at concurrency 1 (0: all test ones)")
       ->check(CLI::NonNegativeNumber)

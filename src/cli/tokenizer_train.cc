@@ -73,6 +73,11 @@ Runner add_tokenizer(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 24));
   train
+      ->add_option("--max-merges", a->opt.max_merges,
+                   "most merged pieces (-1: as many as --vocab-size allows)")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1 << 24));
+  train
       ->add_option("--min-frequency", a->opt.min_frequency,
                    "times a character or pair must occur to enter the vocabulary")
       ->capture_default_str()

@@ -23,7 +23,7 @@ namespace {
 
 struct TrainArgs {
   std::string data, dev, preset = "base", arch = "llama", tokenizer, out;
-  int32_t vocab_size = 4096;
+  int32_t vocab_size = 4096, merges = task::kTaskTokenizerMerges;
   train::TrainOptions opt;
   int threads = 0;
   bool resume = false;
@@ -53,7 +53,8 @@ int run_train(TrainArgs a) {
     if (!a.tokenizer.empty()) {
       vocab = tokenizer::vocab_from_gguf(gguf::GgufFile::open(a.tokenizer));
     } else {
-      vocab = task::train_task_tokenizer(train_set, task::task_tokenizer_options(a.vocab_size));
+      vocab = task::train_task_tokenizer(train_set,
+                                         task::task_tokenizer_options(a.vocab_size, a.merges));
     }
     model::ModelConfig c = train::preset_config(a.preset, vocab.size());
     if (a.context > 0) c.context_length = a.context;
@@ -117,8 +118,15 @@ Runner add_train(CLI::App& app) {
       ->check(CLI::Range(16, 1 << 20));
   app.add_option("--tokenizer", a->tokenizer,
                  "tokenizer GGUF (default: train a BPE tokenizer on the data)");
-  app.add_option("--vocab-size", a->vocab_size, "size of the trained tokenizer")
-      ->check(CLI::Range(300, 1 << 20));
+  app.add_option("--vocab-size", a->vocab_size, "largest size of the trained tokenizer")
+      ->check(CLI::Range(300, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--merges", a->merges,
+                 "most merged pieces of the trained tokenizer (-1: as many as --vocab-size "
+                 "allows); few keep the tokens near characters, which a small model copies "
+                 "into its answers far better")
+      ->check(CLI::Range(-1, 1 << 20))
+      ->capture_default_str();
   app.add_option("--epochs", a->opt.epochs, "passes over the data")->check(CLI::Range(1, 1000));
   add_value_swap_options(app, a->swap);
   app.add_option("--lr", a->opt.lr, "peak learning rate")->check(CLI::Range(1e-7, 1.0));

@@ -1,6 +1,7 @@
 #include "constrain/constraint.h"
 
 #include <algorithm>
+#include <bit>
 #include <stdexcept>
 
 #include "core/memory_release.h"
@@ -180,6 +181,16 @@ void Constraint::canonical_forced_text(TokenMask& m, int32_t state, bool at_star
   int32_t s = kDead;
   const std::vector<int32_t> tokens = encoder_tokens(state, false, text, s);
   if (tokens.empty() || !m.allowed.test(tokens.front())) return;
+  // A token allowed here that runs past the forced text (`":{"` when the text is `":{` and a key's
+  // quote follows) is how the encoder writes the whole answer; forcing the text's own tokens
+  // (`":` `{`) would hand the model a split it never saw in training. Such a position stays the
+  // model's choice: a near-character task tokenizer lost 30 points of slot F1 to it.
+  const std::vector<uint64_t>& words = m.allowed.words();
+  for (size_t w = 0; w < words.size(); ++w)
+    for (uint64_t bits = words[w]; bits; bits &= bits - 1) {
+      const int64_t t = int64_t(w * 64) + std::countr_zero(bits);
+      if (t < v.size() && v.bytes(int32_t(t)).size() > text.size()) return;
+    }
   // The text's last token may be the start of a longer one that spans what follows (" a" of
   // " an agent"): it is forced only where the text ends the constraint.
   if (tokens.size() == 1) {

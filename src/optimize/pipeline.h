@@ -33,7 +33,7 @@ struct OptimizeOptions {
   int threads = 0;  // 0: each subcommand's default
   // Serving and measuring.
   int static_batch = 8;
-  int max_tokens = 64;
+  int max_tokens = 0;     // 0: the longest labelled answer in the teacher's tokens + 8
   int c1_requests = 100;  // 0: every test utterance
   double budget_ms = 100, target = 0.99, burstiness = 0.3;
   int max_probes = 6, probe_requests = 400;

@@ -6,9 +6,10 @@
 
 namespace shrike::task {
 
-tokenizer::BpeTrainOptions task_tokenizer_options(int32_t vocab_size) {
+tokenizer::BpeTrainOptions task_tokenizer_options(int32_t vocab_size, int32_t max_merges) {
   tokenizer::BpeTrainOptions o;
   o.vocab_size = vocab_size;
+  o.max_merges = max_merges;
   o.split_digits = true;
   o.split_space = true;
   o.split_cjk = true;

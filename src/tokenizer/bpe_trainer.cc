@@ -381,7 +381,9 @@ Vocab train_bpe(const std::vector<std::string>& texts, const BpeTrainOptions& op
     flush(f);
   }
 
-  const std::vector<std::string> merged = merger.run(size_t(opt.vocab_size) - minimum);
+  size_t merges = size_t(opt.vocab_size) - minimum;
+  if (opt.max_merges >= 0) merges = std::min(merges, size_t(opt.max_merges));
+  const std::vector<std::string> merged = merger.run(merges);
 
   Vocab v;
   v.kind = VocabKind::Spm;

@@ -44,7 +44,11 @@ struct BpeTrainOptions {
   int32_t vocab_size = 4096;
   int64_t min_frequency = 2;     // for characters to enter the vocabulary and for pairs to merge
   int32_t max_piece_chars = 16;  // longest merged piece, in characters ("▁" counts as one)
-  bool split_digits = true;      // never merge digits (see above)
+  // At most this many merged pieces (-1: as many as vocab_size leaves room for). Few merges keep
+  // a small model's tokens near characters, each seen thousands of times: what copying a name it
+  // has never seen needs (task tokenizers, task/task_eval.h).
+  int32_t max_merges = -1;
+  bool split_digits = true;  // never merge digits (see above)
   // "▁" never merges: a word after a space is tokenised exactly like the same word after a
   // quote, so a small model copying a span from its input into a JSON answer sees the same
   // tokens on both sides (task models trained from scratch use this).

@@ -165,6 +165,38 @@ TEST(JumpForward, ForcedTextTakesTheEncodersTokens) {
   }
 }
 
+// Forced text whose end a longer token spans is the model's to write: the encoder writes
+// `":{"` as one token in a whole answer, so forcing `":` then `{` would hand the model a split it
+// never saw (a near-character task tokenizer lost its first slot name to it).
+TEST(JumpForward, ATokenSpanningPastTheForcedTextLeavesItToTheModel) {
+  //                             0   1    2     3      4    5        6     7
+  std::vector<std::string> bytes{"", "k", "ey", "\":", "{", "\":{\"", "\"", "}"};
+  std::vector<uint8_t> usable(bytes.size(), 1);
+  usable[0] = 0;
+  auto v = std::make_shared<TokenVocab>(bytes, usable, 0, false);
+  v->set_encoder([bytes](std::string_view text) {  // greedy longest match
+    std::vector<int32_t> out;
+    while (!text.empty()) {
+      int32_t best = -1;
+      for (int32_t i = 1; i < int32_t(bytes.size()); ++i)
+        if (text.starts_with(bytes[size_t(i)]) &&
+            (best < 0 || bytes[size_t(i)].size() > bytes[size_t(best)].size()))
+          best = i;
+      if (best < 0) return std::vector<int32_t>{};
+      out.push_back(best);
+      text.remove_prefix(bytes[size_t(best)].size());
+    }
+    return out;
+  });
+  auto c = std::make_shared<const Constraint>(choices_automaton({"k\":{\"ey\"}", "k\":{}"}), v);
+  ConstraintState st(c);
+  ASSERT_TRUE(st.advance(1));  // "k"
+  EXPECT_EQ(st.forced_text(), "\":{");
+  EXPECT_TRUE(st.forced_tokens().empty()) << "\":{\" runs past the forced text";
+  ASSERT_TRUE(st.advance(5));                                      // the model's "\":{\""
+  EXPECT_EQ(st.forced_tokens(), (std::vector<int32_t>{2, 6, 7}));  // ey " }: the end
+}
+
 TEST(ConstraintCache, CompilesEachSpecOnceAndRemembersErrors) {
   ConstraintCache cache(tiny_vocab(false), /*capacity=*/2);
   ConstraintSpec choice{ConstraintSpec::Kind::Choice, {"ab", "c"}, {}, {}};

@@ -302,6 +302,22 @@ TEST(BpeTrainer, VocabSizeIsAnUpperBound) {
   EXPECT_GT(small.size(), 259);
 }
 
+TEST(BpeTrainer, MaxMergesCapsTheMergedPieces) {
+  const std::vector<std::string> texts = random_corpus(4000, 4);
+  BpeTrainOptions opt;
+  opt.vocab_size = 3000;
+  const int32_t full = train_bpe(texts, opt).size();
+  opt.max_merges = 0;
+  const int32_t chars_only = train_bpe(texts, opt).size();
+  EXPECT_LT(chars_only, full);
+  for (int32_t m : {1, 100}) {
+    opt.max_merges = m;
+    EXPECT_EQ(train_bpe(texts, opt).size(), chars_only + m);
+  }
+  opt.max_merges = 1 << 20;  // vocab_size still bounds it
+  EXPECT_EQ(train_bpe(texts, opt).size(), full);
+}
+
 TEST(BpeTrainer, RejectsBadInput) {
   const std::vector<std::string> texts = mixed_corpus(200);
   BpeTrainOptions opt;
