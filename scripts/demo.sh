@@ -9,7 +9,7 @@
 #
 # Default: preset small, 10 epochs on 8000 examples (its free-form slot F1 was 13% at 4 epochs and
 # the 4,096-piece tokenizer, 76% at 10 with 160 merges: docs/RESULTS.md), 2 distillation epochs
-# (~9 min on 2 cores from a fresh clone, build included; a rerun, reusing the models in OUT_DIR, ~4).
+# (~13 min on 2 cores from a fresh clone, build included; a rerun, reusing the models in OUT_DIR, ~4).
 # --full: the full-size teacher (preset base, 5 epochs on 20000 examples, every test example).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -19,8 +19,8 @@ namespace shrike::task {
 
 // The merged pieces of a task tokenizer by default. A small model trained from scratch copies
 // slot values it has never seen only when their tokens are common ones: on SNIPS (base preset, 3
-// epochs) slot F1 was 42% with 4,096 pieces (3,740 merges), 59% with 1,024 (~660) and 67% with
-// 512 (~150 merges, near characters), at 1.5x the tokens per example (docs/RESULTS.md).
+// epochs) slot F1 was 42% with 4,096 pieces (~3,707 merges), 59% with 1,024 (~635) and 67% with
+// 512 (~123 merges, near characters), at 1.5x the tokens per example (docs/RESULTS.md).
 inline constexpr int32_t kTaskTokenizerMerges = 160;
 
 // BPE options for a task model's tokenizer: spaces and CJK characters stay single tokens (so a
