@@ -56,8 +56,9 @@ void add_slot_errors(SlotErrorCounts& e, const data::Example& gold, const TaskPr
       value_taken[name] = true;
       continue;
     }
+    const std::string& gold_value = value;  // (a lambda cannot capture a structured binding)
     const auto other = std::find_if(pred.slots.begin(), pred.slots.end(), [&](const auto& kv) {
-      return kv.second == value && !gold.slots.contains(kv.first) && !value_taken[kv.first];
+      return kv.second == gold_value && !gold.slots.contains(kv.first) && !value_taken[kv.first];
     });
     if (other != pred.slots.end()) {
       ++e.wrong_type;
