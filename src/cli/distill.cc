@@ -36,7 +36,7 @@ struct DistillArgs {
   int64_t finetune_epochs = 0;
   double finetune_lr = 2e-4;
   int threads = 0;
-  data::ValueSwapOptions swap{.copies = 0};
+  data::ValueSwapOptions swap;
 };
 
 // The label-only epochs after distillation: no teacher, their own count, rate and seed.

@@ -30,7 +30,7 @@ struct TrainArgs {
   // Overrides of the preset's shape (0: the preset's value).
   train::ShapeOverrides shape;
   int64_t context = 0;
-  data::ValueSwapOptions swap{.copies = 0};
+  data::ValueSwapOptions swap;
 };
 
 int run_train(TrainArgs a) {

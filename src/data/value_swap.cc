@@ -5,23 +5,10 @@
 #include <string>
 #include <string_view>
 
+#include "data/rng.h"
+
 namespace shrike::data {
 namespace {
-
-uint64_t mix(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// A counter-based generator: the same draws on every platform.
-struct Draw {
-  uint64_t state;
-  uint64_t next() { return mix(state++); }
-  size_t below(size_t n) { return size_t(next() % n); }
-  double unit() { return double(next() >> 11) * 0x1.0p-53; }
-};
 
 // The units random values are made of: words where the text separates them with spaces, code
 // points where it does not (Chinese, Japanese).
@@ -84,7 +71,7 @@ std::vector<Example> swap_slot_values(const std::vector<Example>& examples,
     for (std::string& u : split_units(ex.text, w)) (w ? words : characters).push_back(std::move(u));
   }
   std::vector<Example> out;
-  Draw draw{mix(opt.seed ^ 0x5157415053ull)};
+  Rng rng(opt.seed ^ 0x5157415053ull);
   for (int64_t copy = 0; copy < opt.copies; ++copy) {
     for (const Example& ex : examples) {
       const std::vector<Span> spans = value_spans(ex);
@@ -97,15 +84,14 @@ std::vector<Example> swap_slot_values(const std::vector<Example>& examples,
       for (const Span& s : spans) {
         const std::string& old_value = ex.slots.at(s.name);
         std::string value;
-        if (!pool.empty() && draw.unit() < opt.random_word_fraction) {
+        if (!pool.empty() && rng.chance(opt.random_word_fraction)) {
           const size_t n = std::max<size_t>(1, split_units(old_value, w).size());
           for (size_t i = 0; i < n; ++i) {
             if (i > 0 && w) value += ' ';
-            value += pool[draw.below(pool.size())];
+            value += rng.pick(pool);
           }
         } else {
-          const std::vector<std::string>& same = values_by_name.at(s.name);
-          value = same[draw.below(same.size())];
+          value = rng.pick(values_by_name.at(s.name));
         }
         swapped.text.append(ex.text, done, s.begin - done);
         swapped.text += value;

@@ -16,7 +16,7 @@ namespace shrike::data {
 
 struct ValueSwapOptions {
   // Swapped copies per example (0: none). Each copy draws new values.
-  int64_t copies = 1;
+  int64_t copies = 0;
   // Of the new values, this fraction are words drawn at random from all utterances (as many words
   // as the value had), the rest are values of the same slot name from other examples. Random
   // words are values the model cannot have seen under that name: it must copy them.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <stdexcept>
 
 namespace shrike::task {
@@ -41,7 +42,7 @@ void add_slot_errors(SlotErrorCounts& e, const data::Example& gold, const TaskPr
     return;
   }
   const std::string utterance = task_utterance(gold.text);
-  std::map<std::string, bool> value_taken;  // predicted names whose error is already counted
+  std::set<std::string> counted;  // predicted names whose error is already counted
   for (const auto& [name, value] : gold.slots) {
     const auto it = pred.slots.find(name);
     if (it != pred.slots.end()) {
@@ -53,16 +54,17 @@ void add_slot_errors(SlotErrorCounts& e, const data::Example& gold, const TaskPr
         ++e.boundary;
       else
         ++e.wrong_value;
-      value_taken[name] = true;
+      counted.insert(name);
       continue;
     }
     const std::string& gold_value = value;  // (a lambda cannot capture a structured binding)
     const auto other = std::find_if(pred.slots.begin(), pred.slots.end(), [&](const auto& kv) {
-      return kv.second == gold_value && !gold.slots.contains(kv.first) && !value_taken[kv.first];
+      return kv.second == gold_value && !gold.slots.contains(kv.first) &&
+             !counted.contains(kv.first);
     });
     if (other != pred.slots.end()) {
       ++e.wrong_type;
-      value_taken[other->first] = true;
+      counted.insert(other->first);
     } else {
       ++e.missing;
     }
@@ -71,7 +73,7 @@ void add_slot_errors(SlotErrorCounts& e, const data::Example& gold, const TaskPr
     const auto it = gold.slots.find(name);
     if (it != gold.slots.end() && it->second == value) continue;
     e.not_in_utterance += utterance.find(value) == std::string::npos;
-    if (!value_taken[name]) ++e.spurious;
+    if (!counted.contains(name)) ++e.spurious;
   }
 }
 
