@@ -266,6 +266,11 @@ Runner add_distill(CLI::App& app) {
   app.add_option("--epochs", a->opt.epochs, "distillation epochs")->check(CLI::Range(1, 1000));
   add_value_swap_options(app, a->swap);
   app.add_option("--lr", a->opt.lr, "peak learning rate")->check(CLI::Range(1e-7, 1.0));
+  app.add_option("--dropout", a->opt.dropout,
+                 "residual dropout in training: the fraction of each attention and FFN output "
+                 "zeroed (0: none)")
+      ->check(CLI::Range(0.0, 0.9))
+      ->capture_default_str();
   app.add_option("--finetune-epochs", a->finetune_epochs, "label-only epochs afterwards")
       ->check(CLI::Range(0, 1000));
   app.add_option("--finetune-lr", a->finetune_lr, "their peak learning rate")

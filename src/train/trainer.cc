@@ -112,6 +112,10 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
     }
   } forward_only{teacher};
   if (teacher) teacher->set_forward_only(true);
+  struct NoDropoutAfter {  // the trained model leaves without dropout, however training ends
+    Transformer<float>& m;
+    ~NoDropoutAfter() { m.set_dropout(0, 0); }
+  } no_dropout_after{model};
 
   // BLAS runs the matrix products on as many threads as the pool has.
   openblas_set_num_threads(pool.size());
@@ -130,6 +134,8 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
       for (int64_t i : batches[size_t(b)])
         batch.add(seqs[size_t(i)].tokens, seqs[size_t(i)].targets);
       model.zero_grads();
+      // Masks from (seed, step): a resumed run draws the ones it would have drawn.
+      model.set_dropout(opt.dropout, mix(opt.seed ^ mix(uint64_t(state.step) + 7)));
       model.forward_hidden(batch, pool);
       if (teacher) teacher->forward_hidden(batch, pool);
       const int64_t M = model.n_target_rows();

@@ -111,7 +111,7 @@ void Transformer<T>::release_activations() {
   x_ = {};
   acts_ = {};
   xnf_ = {}, rstdf_ = {}, rows_ = {}, logits_ = {};
-  dx_ = {}, d_rows_ = {}, d_xn_ = {}, d_att_ = {}, dq_ = {}, dk_ = {}, dv_ = {};
+  dx_ = {}, d_rows_ = {}, d_xn_ = {}, d_att_ = {}, dq_ = {}, dk_ = {}, dv_ = {}, d_branch_ = {};
   d_act_ = {}, d_gate_ = {}, d_up_ = {}, act_ = {};
 }
 
@@ -145,6 +145,32 @@ const T* Transformer<T>::output_weight(const std::vector<T>& base) const {
 }
 
 namespace {
+uint64_t mix64(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// keep[i] = 1 with probability 1 - p: one 64-bit hash gives eight elements' bytes, compared
+// against p in 1/256 steps (dropout's rate need not be finer).
+void dropout_mask(std::vector<uint8_t>& keep, int64_t n, float p, uint64_t key) {
+  keep.resize(size_t(n));
+  const uint32_t threshold = uint32_t(std::lround(double(p) * 256.0));
+  for (int64_t i = 0; i < n; i += 8) {
+    uint64_t h = mix64(key ^ mix64(uint64_t(i)));
+    for (int64_t j = i; j < std::min(n, i + 8); ++j, h >>= 8)
+      keep[size_t(j)] = uint32_t(h & 0xFF) >= threshold;
+  }
+}
+
+// branch = branch * keep / (1 - p): the expected value unchanged.
+template <class T>
+void apply_dropout(T* branch, const std::vector<uint8_t>& keep, float p) {
+  const T scale = T(1.0 / (1.0 - double(p)));
+  for (size_t i = 0; i < keep.size(); ++i) branch[i] = keep[i] ? branch[i] * scale : T(0);
+}
+
 // splitmix64 + Box-Muller: reproducible across platforms.
 struct NormalRng {
   uint64_t s;
@@ -160,6 +186,14 @@ struct NormalRng {
   }
 };
 }  // namespace
+
+template <class T>
+void Transformer<T>::set_dropout(float p, uint64_t seed) {
+  if (!(p >= 0 && p < 1)) throw std::invalid_argument("train: dropout must be in [0, 1)");
+  dropout_ = float(std::lround(double(p) * 256.0)) / 256.0f;  // the masks' resolution
+  dropout_seed_ = seed;
+  dropout_calls_ = 0;
+}
 
 template <class T>
 void Transformer<T>::init_random(uint64_t seed) {
@@ -230,6 +264,8 @@ void Transformer<T>::forward_hidden(const TokenBatch& batch, ThreadPool& pool) {
   for (auto& x : x_) x.resize(size_t(N * dim));
   auto stream = [&](int64_t l) -> std::vector<T>& { return x_[size_t(l) % n_x]; };
   embedding_forward(stream(0).data(), batch.tokens.data(), params_.data(), N, dim);
+  const bool drop = dropout_ > 0 && !forward_only_;
+  const uint64_t call_key = mix64(dropout_seed_ ^ mix64(dropout_calls_++));
 
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const LayerPtrs w = layer_ptrs(params_.data(), l);
@@ -260,6 +296,12 @@ void Transformer<T>::forward_hidden(const TokenBatch& batch, ThreadPool& pool) {
     attention_forward(a.att.data(), a.probs.data(), a.q.data(), a.k.data(), a.v.data(), spans,
                       n_spans, c.n_heads, c.n_kv_heads, c.head_dim, pool);
     linear_forward<T>(a.x_mid.data(), a.att.data(), w.wo, nullptr, N, qd, dim);
+    a.keep_attn.clear();
+    a.keep_ffn.clear();
+    if (drop) {
+      dropout_mask(a.keep_attn, N * dim, dropout_, call_key ^ mix64(uint64_t(2 * l)));
+      apply_dropout(a.x_mid.data(), a.keep_attn, dropout_);
+    }
     for (int64_t i = 0; i < N * dim; ++i) a.x_mid[size_t(i)] += x[i];
 
     rmsnorm_forward(a.xn2.data(), a.rstd2.data(), a.x_mid.data(), w.ffn_norm, N, dim, c.rms_eps,
@@ -271,6 +313,10 @@ void Transformer<T>::forward_hidden(const TokenBatch& batch, ThreadPool& pool) {
     swiglu_forward(act_.data(), a.gate.data(), a.up.data(), N * ffn, pool);
     T* x_out = stream(l + 1).data();
     linear_forward<T>(x_out, act_.data(), w.w_down, nullptr, N, ffn, dim);
+    if (drop) {
+      dropout_mask(a.keep_ffn, N * dim, dropout_, call_key ^ mix64(uint64_t(2 * l + 1)));
+      apply_dropout(x_out, a.keep_ffn, dropout_);
+    }
     for (int64_t i = 0; i < N * dim; ++i) x_out[i] += a.x_mid[size_t(i)];
   }
 
@@ -355,6 +401,13 @@ void Transformer<T>::backward_body(ThreadPool& pool) {
   const int64_t n_spans = int64_t(batch.spans.size());
   const int64_t M = int64_t(target_rows_.size());
   auto zero = [](std::vector<T>& v, int64_t n) { v.assign(size_t(n), T(0)); };
+  // The gradient a branch sees: dx through the branch's dropout mask (dx itself without one).
+  auto branch_grad = [&](const std::vector<uint8_t>& keep) -> const T* {
+    if (keep.empty()) return dx_.data();
+    d_branch_.assign(dx_.begin(), dx_.end());
+    apply_dropout(d_branch_.data(), keep, dropout_);
+    return d_branch_.data();
+  };
 
   // The output layer's input gradient (d_rows_) into the final norm, whose input gradient starts
   // the residual stream's.
@@ -376,8 +429,8 @@ void Transformer<T>::backward_body(ThreadPool& pool) {
     zero(d_act_, N * ffn);
     act_.resize(size_t(N * ffn));
     swiglu_forward(act_.data(), a.gate.data(), a.up.data(), N * ffn, pool);
-    linear_backward<T>(d_act_.data(), g.w_down, nullptr, dx_.data(), act_.data(), w.w_down, N, ffn,
-                       dim);
+    linear_backward<T>(d_act_.data(), g.w_down, nullptr, branch_grad(a.keep_ffn), act_.data(),
+                       w.w_down, N, ffn, dim);
     d_gate_.resize(size_t(N * ffn));
     d_up_.resize(size_t(N * ffn));
     swiglu_backward(d_gate_.data(), d_up_.data(), d_act_.data(), a.gate.data(), a.up.data(),
@@ -392,7 +445,8 @@ void Transformer<T>::backward_body(ThreadPool& pool) {
 
     // dx now holds d x_mid = d x_l (skip) + the attention branch's contribution.
     zero(d_att_, N * qd);
-    linear_backward<T>(d_att_.data(), g.wo, nullptr, dx_.data(), a.att.data(), w.wo, N, qd, dim);
+    linear_backward<T>(d_att_.data(), g.wo, nullptr, branch_grad(a.keep_attn), a.att.data(), w.wo,
+                       N, qd, dim);
     dq_.resize(size_t(N * qd));
     dk_.resize(size_t(N * kvd));
     dv_.resize(size_t(N * kvd));

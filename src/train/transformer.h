@@ -91,6 +91,11 @@ class Transformer {
   // a deep model costs its parameters and one layer's activations; backward() is refused and
   // layer_activations()/residual() are not available.
   void set_forward_only(bool on) { forward_only_ = on; }
+  // Residual dropout while training: each forward zeroes a fraction p of the attention and FFN
+  // branches' outputs (the rest scaled by 1 / (1 - p)) before they join the residual stream, a
+  // fresh mask per call from (seed, call). 0 (the default) is off; forward-only models never drop.
+  void set_dropout(float p, uint64_t seed);
+  float dropout() const { return dropout_; }
   int64_t n_target_rows() const { return int64_t(target_rows_.size()); }
   const std::vector<int32_t>& target_ids() const { return target_ids_; }
 
@@ -98,6 +103,8 @@ class Transformer {
   struct LayerActs {
     // (silu(gate) * up is not kept: swiglu_forward of gate and up gives it.)
     std::vector<T> xn1, rstd1, q, k, v, probs, att, x_mid, xn2, rstd2, gate, up;
+    // Residual dropout's kept (1) / dropped (0) elements of each branch's output (empty: none).
+    std::vector<uint8_t> keep_attn, keep_ffn;
   };
   const LayerActs& layer_activations(int64_t l) const { return acts_[size_t(l)]; }
   // Layer l's FFN activation silu(gate) * up ([tokens][ffn]; the input of ffn_down), recomputed.
@@ -139,6 +146,8 @@ class Transformer {
   std::vector<ParamTensor> layout_;
   std::vector<size_t> layer_first_;  // index in layout_ of each block's first tensor
   bool forward_only_ = false, frozen_embeddings_ = false;
+  float dropout_ = 0;
+  uint64_t dropout_seed_ = 0, dropout_calls_ = 0;
   std::vector<T> params_, grads_;
   // Activations of the last forward call.
   const TokenBatch* batch_ = nullptr;
@@ -150,6 +159,7 @@ class Transformer {
   // Backward scratch.
   std::vector<T> act_;  // one layer's silu(gate) * up, in forward and again in backward
   std::vector<T> dx_, d_rows_, d_xn_, d_att_, dq_, dk_, dv_, d_act_, d_gate_, d_up_;
+  std::vector<T> d_branch_;  // dx through a branch's dropout mask
 };
 
 }  // namespace shrike::train

@@ -65,8 +65,10 @@ class WholeModelGradient : public ::testing::TestWithParam<bool> {};
 // truncation error of O(eps^2 * f''') ~ 1e-10 and a rounding error of ~1e-16 / 1e-5 = 1e-11, so
 // analytic and numeric gradients must agree to ~1e-8 of the gradient's scale; 1e-6 leaves a
 // margin while any wrong term (a missing residual, a transposed product) is off by > 1e-3.
+// dropout > 0: every forward draws the same masks (set_dropout resets its draw), so the loss is
+// a fixed function of the parameters whose gradient backward must give.
 void expect_gradients_match_finite_differences(const model::ModelConfig& c,
-                                               double weight_scale = 20.0) {
+                                               double weight_scale = 20.0, float dropout = 0) {
   ThreadPool pool(2);
   Transformer<double> m(c);
   m.init_random(7);
@@ -74,8 +76,12 @@ void expect_gradients_match_finite_differences(const model::ModelConfig& c,
   for (double& p : m.params()) p *= weight_scale;
   fill_biases(m);
   const TokenBatch b = tiny_batch();
+  auto loss = [&](std::vector<double>* d) {
+    m.set_dropout(dropout, 42);
+    return loss_of(m, b, pool, d);
+  };
   std::vector<double> d_logits;
-  loss_of(m, b, pool, &d_logits);
+  loss(&d_logits);
   m.zero_grads();
   m.backward(d_logits.data(), pool);
   const std::vector<double> analytic = m.grads();
@@ -90,9 +96,9 @@ void expect_gradients_match_finite_differences(const model::ModelConfig& c,
       double& p = m.params()[size_t(t.offset + i)];
       const double saved = p;
       p = saved + eps;
-      const double up = loss_of(m, b, pool, nullptr);
+      const double up = loss(nullptr);
       p = saved - eps;
-      const double down = loss_of(m, b, pool, nullptr);
+      const double down = loss(nullptr);
       p = saved;
       const double numeric = (up - down) / (2 * eps);
       const double err = std::abs(numeric - analytic[size_t(t.offset + i)]) / std::max(1.0, scale);
@@ -107,6 +113,38 @@ TEST_P(WholeModelGradient, MatchesFiniteDifferences) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tied, WholeModelGradient, ::testing::Values(false, true));
+
+// Residual dropout: backward goes through the masks forward drew, a mask changes the loss, and a
+// forward-only model or dropout 0 ignores it.
+TEST(WholeModelGradientWithDropout, MatchesFiniteDifferences) {
+  expect_gradients_match_finite_differences(tiny_config(false), 20.0, 0.25f);
+}
+
+TEST(Transformer, DropoutDrawsFreshMasksAndIsOffWhenForwardOnly) {
+  ThreadPool pool(1);
+  Transformer<double> m(tiny_config(false));
+  m.init_random(3);
+  for (double& p : m.params()) p *= 20.0;
+  const TokenBatch b = tiny_batch();
+  const double plain = loss_of(m, b, pool, nullptr);
+  m.set_dropout(0.25f, 9);
+  const double first = loss_of(m, b, pool, nullptr), second = loss_of(m, b, pool, nullptr);
+  EXPECT_NE(first, plain);
+  EXPECT_NE(first, second);  // each forward its own masks
+  // About a quarter of each branch's outputs are dropped.
+  const auto& keep = m.layer_activations(0).keep_attn;
+  ASSERT_EQ(keep.size(), b.tokens.size() * size_t(m.config().dim));
+  int64_t dropped = 0;
+  for (uint8_t k : keep) dropped += k == 0;
+  EXPECT_GT(dropped, 8);
+  EXPECT_LT(dropped, 32);
+  m.set_forward_only(true);
+  EXPECT_DOUBLE_EQ(loss_of(m, b, pool, nullptr), plain);
+  m.set_forward_only(false);
+  m.set_dropout(0, 0);
+  EXPECT_DOUBLE_EQ(loss_of(m, b, pool, nullptr), plain);
+  EXPECT_THROW(m.set_dropout(1.0f, 0), std::invalid_argument);
+}
 
 // Frozen embeddings: no gradient storage for them, the same gradients for everything else, and
 // an optimizer step leaves them as they were.
