@@ -153,6 +153,10 @@ Runner add_train(CLI::App& app) {
                  "zeroed (0: none)")
       ->check(CLI::Range(0.0, 0.9))
       ->capture_default_str();
+  app.add_option("--prompt-loss", a->opt.prompt_loss,
+                 "weight of an auxiliary next-token loss on the utterance (0: the answer alone)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   app.add_option("--batch-tokens", a->opt.batch_tokens, "tokens per batch")
       ->check(CLI::Range(16, 1 << 20));
   app.add_option("--dev-limit", a->opt.dev_limit, "dev examples decoded per epoch")

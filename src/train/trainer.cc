@@ -28,6 +28,18 @@ std::string format_duration(double s) {
   return buf;
 }
 
+// The sequence with next-token targets over its prompt as well (positions before the one that
+// predicts the first answer token), and each target row marked prompt (1) or answer (0).
+void add_with_prompt_targets(TokenBatch& batch, const TrainingSequence& s,
+                             std::vector<uint8_t>& prompt_row) {
+  std::vector<int32_t> targets = s.targets;
+  for (int64_t t = 0; t + 1 < s.prompt_length; ++t)
+    if (targets[size_t(t)] < 0) targets[size_t(t)] = s.tokens[size_t(t) + 1];
+  for (size_t t = 0; t < targets.size(); ++t)
+    if (targets[t] >= 0) prompt_row.push_back(int64_t(t) + 1 < s.prompt_length && s.targets[t] < 0);
+  batch.add(s.tokens, targets);
+}
+
 }  // namespace
 
 std::string describe(const EpochReport& r) {
@@ -120,6 +132,7 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
   // BLAS runs the matrix products on as many threads as the pool has.
   openblas_set_num_threads(pool.size());
   TokenBatch batch;
+  std::vector<uint8_t> prompt_row, answer_mask;  // per target row: 1 = an auxiliary prompt row
   std::vector<float> t_logits, d_kl;
   const auto t_start = std::chrono::steady_clock::now();
   int64_t tokens_done = 0, steps_this_run = 0;
@@ -131,15 +144,25 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
     int64_t loss_tokens = 0, epoch_tokens = 0;
     for (int64_t b = state.step - epoch_start; b < int64_t(batches.size()); ++b) {
       batch.clear();
-      for (int64_t i : batches[size_t(b)])
-        batch.add(seqs[size_t(i)].tokens, seqs[size_t(i)].targets);
+      prompt_row.clear();
+      for (int64_t i : batches[size_t(b)]) {
+        const TrainingSequence& s = seqs[size_t(i)];
+        if (opt.prompt_loss > 0 && s.prompt_length > 1) {
+          add_with_prompt_targets(batch, s, prompt_row);
+        } else {
+          batch.add(s.tokens, s.targets);
+          for (int32_t t : s.targets)
+            if (t >= 0) prompt_row.push_back(0);
+        }
+      }
       model.zero_grads();
       // Masks from (seed, step): a resumed run draws the ones it would have drawn.
       model.set_dropout(opt.dropout, mix(opt.seed ^ mix(uint64_t(state.step) + 7)));
       model.forward_hidden(batch, pool);
       if (teacher) teacher->forward_hidden(batch, pool);
-      const int64_t M = model.n_target_rows();
-      const double scale = 1.0 / double(std::max<int64_t>(1, M));
+      int64_t answer_rows = 0;
+      for (uint8_t p : prompt_row) answer_rows += p == 0;
+      const double scale = 1.0 / double(std::max<int64_t>(1, answer_rows));
       const double ce_weight = teacher ? 1.0 - opt.alpha : 1.0;
       // The output layer and both losses a chunk of rows at a time: with a 151,936-token
       // vocabulary the whole batch's logits would be ~0.6 MB a row for each of the student's,
@@ -147,14 +170,28 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
       const double loss = model.backward_chunked(
           [&](int64_t r0, int64_t r1, const float* logits, float* d_logits) {
             const int64_t n = r1 - r0;
-            double l = ce_weight * cross_entropy(d_logits, logits, model.target_ids().data() + r0,
-                                                 n, c.vocab_size, scale * ce_weight, pool);
+            double l = 0;
+            // Runs of answer rows and of prompt rows: the prompt's at their own weight, and only
+            // the answer's in the reported loss.
+            for (int64_t a = r0; a < r1;) {
+              int64_t e = a;
+              while (e < r1 && prompt_row[size_t(e)] == prompt_row[size_t(a)]) ++e;
+              const double w = prompt_row[size_t(a)] ? opt.prompt_loss : 1.0;
+              const double run_loss = cross_entropy(
+                  d_logits + (a - r0) * c.vocab_size, logits + (a - r0) * c.vocab_size,
+                  model.target_ids().data() + a, e - a, c.vocab_size, scale * ce_weight * w, pool);
+              if (!prompt_row[size_t(a)]) l += ce_weight * run_loss;
+              a = e;
+            }
             if (teacher) {
               t_logits.resize(size_t(n * c.vocab_size));
               d_kl.resize(t_logits.size());
               teacher->head_logits(r0, r1, t_logits.data());
-              l += opt.alpha * kl_distill(d_kl.data(), logits, t_logits.data(), nullptr, n,
-                                          c.vocab_size, opt.temp, scale * opt.alpha, pool);
+              // The teacher's distribution is matched on the answer only.
+              answer_mask.resize(size_t(n));
+              for (int64_t r = 0; r < n; ++r) answer_mask[size_t(r)] = !prompt_row[size_t(r0 + r)];
+              l += opt.alpha * kl_distill(d_kl.data(), logits, t_logits.data(), answer_mask.data(),
+                                          n, c.vocab_size, opt.temp, scale * opt.alpha, pool);
               for (size_t i = 0; i < d_kl.size(); ++i) d_logits[i] += d_kl[i];
             }
             return l;
@@ -165,7 +202,7 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
       adamw_step(model.params(), model.grads(), model.layout(), state, lr, opt.adamw, pool,
                  model.grad_begin());
       loss_sum += loss;
-      loss_tokens += M;
+      loss_tokens += answer_rows;
       epoch_tokens += int64_t(batch.tokens.size());
       tokens_done += int64_t(batch.tokens.size());
       if (opt.progress) {

@@ -25,6 +25,10 @@ struct TrainOptions {
   // Residual dropout (Transformer::set_dropout): the fraction of each attention and FFN branch
   // output zeroed in training; a model that memorises a small dataset generalises better with it.
   float dropout = 0;
+  // Weight of an auxiliary next-token loss on a task sequence's prompt (the utterance): the model
+  // also learns to read the text it answers about (0: the answer alone is scored). The reported
+  // loss stays the answer's.
+  double prompt_loss = 0;
   int64_t batch_tokens = 4096;  // a batch holds whole sequences up to this many tokens
   uint64_t seed = 1;
   int64_t dev_limit = 600;  // dev examples decoded after each epoch (0: none)

@@ -85,17 +85,19 @@ TEST(Trainer, TinyModelLearnsItsTrainingSet) {
   EXPECT_GE(scores.slot_f1, 0.8);
 }
 
-TEST(Trainer, SameSeedSameWeightsAndResumeContinuesExactly) {
+// Two runs from the same seed give the same weights, and a run stopped after a checkpoint and
+// resumed from it ends where the straight run did.
+void expect_deterministic_and_resumable(const TrainOptions& opt) {
   const Fixture& f = fixture();
   const tokenizer::Tokenizer tok(f.vocab);
   ThreadPool pool(2);
   auto straight = fresh_model();
   OptimizerState s1;
-  train_task(*straight, tok, f.examples, {}, quiet(4), s1, pool);
+  train_task(*straight, tok, f.examples, {}, opt, s1, pool);
 
   auto again = fresh_model();
   OptimizerState s2;
-  train_task(*again, tok, f.examples, {}, quiet(4), s2, pool);
+  train_task(*again, tok, f.examples, {}, opt, s2, pool);
   EXPECT_EQ(again->params(), straight->params());
 
   // The same 4-epoch run, stopped (as by a crash) right after the checkpoint of epoch 2, then
@@ -104,7 +106,7 @@ TEST(Trainer, SameSeedSameWeightsAndResumeContinuesExactly) {
       (std::filesystem::temp_directory_path() / "shrike_trainer_test.ckpt.gguf").string();
   auto first = fresh_model();
   OptimizerState s3;
-  TrainOptions interrupted = quiet(4);
+  TrainOptions interrupted = opt;
   interrupted.checkpoint_path = ckpt;
   struct Stop {};
   EXPECT_THROW(train_task(*first, tok, f.examples, {}, interrupted, s3, pool,
@@ -115,10 +117,60 @@ TEST(Trainer, SameSeedSameWeightsAndResumeContinuesExactly) {
   TrainableFile resumed = load_trainable(ckpt);
   EXPECT_EQ(resumed.state.step, s1.step / 2);
   EXPECT_NE(resumed.model->params(), straight->params());
-  train_task(*resumed.model, tok, f.examples, {}, quiet(4), resumed.state, pool);
+  train_task(*resumed.model, tok, f.examples, {}, opt, resumed.state, pool);
   EXPECT_EQ(resumed.state.step, s1.step);
   EXPECT_EQ(resumed.model->params(), straight->params());
   std::filesystem::remove(ckpt);
+}
+
+TEST(Trainer, SameSeedSameWeightsAndResumeContinuesExactly) {
+  expect_deterministic_and_resumable(quiet(4));
+}
+
+// Dropout's masks come from the seed and the step, so they too repeat and resume exactly.
+TEST(Trainer, WithDropoutAndPromptLossSameSeedSameWeightsAndResumeContinuesExactly) {
+  TrainOptions o = quiet(4);
+  o.dropout = 0.1f;
+  o.prompt_loss = 0.5;
+  expect_deterministic_and_resumable(o);
+}
+
+// Mean next-token loss over the prompts' positions (those predicting the prompt's own tokens).
+double prompt_loss_of(Transformer<float>& m, const tokenizer::Tokenizer& tok, ThreadPool& pool) {
+  TokenBatch b;
+  for (const data::Example& ex : fixture().examples) {
+    const TrainingSequence s = encode_task(tok, ex);
+    std::vector<int32_t> targets(s.tokens.size(), -1);
+    for (int64_t t = 0; t + 1 < s.prompt_length; ++t) targets[size_t(t)] = s.tokens[size_t(t) + 1];
+    b.add(s.tokens, targets);
+  }
+  const std::vector<float>& logits = m.forward(b, pool);
+  std::vector<float> d(logits.size());
+  const int64_t M = m.n_target_rows();
+  return cross_entropy(d.data(), logits.data(), m.target_ids().data(), M, m.config().vocab_size,
+                       1.0, pool) /
+         double(M);
+}
+
+// The auxiliary prompt loss trains the model to read its utterances, and the reported loss stays
+// the answer's (about ln(400) in the first epoch either way).
+TEST(Trainer, PromptLossTeachesTheUtterancesAndReportsTheAnswerLoss) {
+  const Fixture& f = fixture();
+  const tokenizer::Tokenizer tok(f.vocab);
+  ThreadPool pool(2);
+  auto plain = fresh_model(), reading = fresh_model();
+  OptimizerState s1, s2;
+  std::vector<double> plain_losses, reading_losses;
+  train_task(*plain, tok, f.examples, {}, quiet(6), s1, pool,
+             [&](const EpochReport& r) { plain_losses.push_back(r.train_loss); });
+  TrainOptions o = quiet(6);
+  o.prompt_loss = 1.0;
+  train_task(*reading, tok, f.examples, {}, o, s2, pool,
+             [&](const EpochReport& r) { reading_losses.push_back(r.train_loss); });
+  const double plain_prompt = prompt_loss_of(*plain, tok, pool);
+  const double reading_prompt = prompt_loss_of(*reading, tok, pool);
+  EXPECT_LT(reading_prompt, 0.85 * plain_prompt) << plain_prompt << " vs " << reading_prompt;
+  EXPECT_NEAR(reading_losses.front(), plain_losses.front(), 0.5);
 }
 
 // Batch counts per epoch for the fixture at batch_tokens, epochs 0..n-1 (seed 9, as quiet()).
