@@ -3,7 +3,7 @@
 # with the task schema, slot errors by kind (issue 32). Extra arguments go to `shrike train`.
 #
 #   bench/experiments/slot_recipe.sh snips|nlupp|demo OUT_DIR [train args...]
-#   e.g. bench/experiments/slot_recipe.sh snips runs/slots/p1 --preset base --epochs 8 --context 512
+#   e.g. bench/experiments/slot_recipe.sh snips runs/slots/p1 --preset base --epochs 8 --batch-tokens 1024
 #        bench/experiments/slot_recipe.sh snips runs/slots/old --preset base --epochs 3 --merges -1
 #
 # snips/nlupp: trains on ../shared/data/<name>/train, scores on its dev split (the test splits
