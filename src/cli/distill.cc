@@ -10,6 +10,7 @@
 #include <cstdio>
 
 #include "cli/commands.h"
+#include "cli/regularisation_options.h"
 #include "cli/value_swap_options.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
@@ -265,12 +266,8 @@ Runner add_distill(CLI::App& app) {
       ->check(CLI::Range(0.1, 20.0));
   app.add_option("--epochs", a->opt.epochs, "distillation epochs")->check(CLI::Range(1, 1000));
   add_value_swap_options(app, a->swap);
+  add_regularisation_options(app, a->opt);
   app.add_option("--lr", a->opt.lr, "peak learning rate")->check(CLI::Range(1e-7, 1.0));
-  app.add_option("--dropout", a->opt.dropout,
-                 "residual dropout in training: the fraction of each attention and FFN output "
-                 "zeroed (0: none)")
-      ->check(CLI::Range(0.0, 0.9))
-      ->capture_default_str();
   app.add_option("--finetune-epochs", a->finetune_epochs, "label-only epochs afterwards")
       ->check(CLI::Range(0, 1000));
   app.add_option("--finetune-lr", a->finetune_lr, "their peak learning rate")

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "cli/commands.h"
+#include "cli/regularisation_options.h"
 #include "cli/value_swap_options.h"
 #include "core/thread_pool.h"
 #include "data/example.h"
@@ -147,16 +148,8 @@ Runner add_train(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--epochs", a->opt.epochs, "passes over the data")->check(CLI::Range(1, 1000));
   add_value_swap_options(app, a->swap);
+  add_regularisation_options(app, a->opt);
   app.add_option("--lr", a->opt.lr, "peak learning rate")->check(CLI::Range(1e-7, 1.0));
-  app.add_option("--dropout", a->opt.dropout,
-                 "residual dropout in training: the fraction of each attention and FFN output "
-                 "zeroed (0: none)")
-      ->check(CLI::Range(0.0, 0.9))
-      ->capture_default_str();
-  app.add_option("--prompt-loss", a->opt.prompt_loss,
-                 "weight of an auxiliary next-token loss on the utterance (0: the answer alone)")
-      ->check(CLI::Range(0.0, 1.0))
-      ->capture_default_str();
   app.add_option("--batch-tokens", a->opt.batch_tokens, "tokens per batch")
       ->check(CLI::Range(16, 1 << 20));
   app.add_option("--dev-limit", a->opt.dev_limit, "dev examples decoded per epoch")
