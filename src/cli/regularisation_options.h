@@ -1,5 +1,5 @@
-// --dropout and --prompt-loss, which `train` and `distill` share (train/trainer.h's
-// TrainOptions::dropout and ::prompt_loss), registered once.
+// --dropout, --prompt-loss and --ema, which `train` and `distill` share (train/trainer.h's
+// TrainOptions::dropout, ::prompt_loss and ::ema), registered once.
 #pragma once
 
 #include <CLI/CLI.hpp>

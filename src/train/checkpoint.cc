@@ -37,6 +37,12 @@ void save_model(const Transformer<float>& model, const tokenizer::Vocab& vocab,
                  p.size() * 4);
     w.add_tensor("shrike.train.adam_v", DType::F32, {int64_t(p.size())}, state->v.data(),
                  p.size() * 4);
+    if (!state->ema.empty()) {
+      if (state->ema.size() != p.size())
+        throw std::invalid_argument("save_model: weight average does not match the parameters");
+      w.add_tensor("shrike.train.ema", DType::F32, {int64_t(p.size())}, state->ema.data(),
+                   p.size() * 4);
+    }
   }
   w.write(path);
 }
@@ -116,6 +122,13 @@ TrainableFile load_trainable(const std::string& path) {
                         "' is missing or does not match the model");
       const float* src = reinterpret_cast<const float*>(info->data);
       dst->assign(src, src + p.size());
+    }
+    // The weight average is there only when training kept one (TrainOptions::ema).
+    if (const gguf::TensorInfo* info = f.find_tensor("shrike.train.ema")) {
+      if (info->type != DType::F32 || info->elements() != int64_t(p.size()))
+        throw FileError(path + ": optimizer state 'shrike.train.ema' does not match the model");
+      const float* src = reinterpret_cast<const float*>(info->data);
+      out.state.ema.assign(src, src + p.size());
     }
   }
   return out;

@@ -20,6 +20,8 @@ namespace shrike::train {
 struct OptimizerState {
   int64_t step = 0;
   std::vector<float> m, v;  // AdamW moments, one per parameter
+  // The exponential moving average of the parameters (TrainOptions::ema); empty when off.
+  std::vector<float> ema;
 };
 
 // Adds the keys of a layer above training to the file being written (the task layer's

@@ -40,6 +40,35 @@ void add_with_prompt_targets(TokenBatch& batch, const TrainingSequence& s,
   batch.add(s.tokens, targets);
 }
 
+// The running average after a step: it starts at the first step's weights, and its decay ramps up
+// ((1 + step) / (10 + step), capped at ema) so that early weights do not linger in it.
+void update_weight_average(OptimizerState& state, const std::vector<float>& params, double ema,
+                           ThreadPool& pool) {
+  if (state.ema.size() != params.size()) {
+    state.ema = params;
+    return;
+  }
+  const float d = float(std::min(ema, (1.0 + double(state.step)) / (10.0 + double(state.step))));
+  pool.parallel_for(int64_t(params.size()), 1 << 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      state.ema[size_t(i)] = d * state.ema[size_t(i)] + (1 - d) * params[size_t(i)];
+  });
+}
+
+// The average in the model's place while it is scored, the raw weights back afterwards.
+struct WeightAverageInModel {
+  std::vector<float>& params;
+  std::vector<float>& average;
+  bool active;
+  WeightAverageInModel(Transformer<float>& model, OptimizerState& state, bool on)
+      : params(model.params()), average(state.ema), active(on && average.size() == params.size()) {
+    if (active) std::swap_ranges(params.begin(), params.end(), average.begin());
+  }
+  ~WeightAverageInModel() {
+    if (active) std::swap_ranges(params.begin(), params.end(), average.begin());
+  }
+};
+
 }  // namespace
 
 std::string describe(const EpochReport& r) {
@@ -108,6 +137,7 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
     epoch_start += epoch_batches[size_t(first_epoch++)];
   const int64_t warmup = std::max<int64_t>(1, int64_t(opt.warmup_fraction * double(total_steps)));
 
+  if (opt.ema <= 0) state.ema.clear();  // a checkpoint's average is not carried into a run without
   model.freeze_embeddings(opt.freeze_embeddings);
   if (opt.freeze_embeddings && !opt.checkpoint_path.empty())
     throw std::invalid_argument(
@@ -201,6 +231,7 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
       const double lr = learning_rate(state.step, total_steps, warmup, opt.lr, opt.min_lr_fraction);
       adamw_step(model.params(), model.grads(), model.layout(), state, lr, opt.adamw, pool,
                  model.grad_begin());
+      if (opt.ema > 0) update_weight_average(state, model.params(), opt.ema, pool);
       loss_sum += loss;
       loss_tokens += answer_rows;
       epoch_tokens += int64_t(batch.tokens.size());
@@ -223,12 +254,18 @@ void train_sequences(Transformer<float>& model, const tokenizer::Vocab& vocab,
     r.train_loss = loss_sum / double(std::max<int64_t>(1, loss_tokens));
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_epoch).count();
     r.tokens_per_second = double(epoch_tokens) / std::max(1e-9, r.seconds);
-    if (evaluate) r.dev = evaluate(model);
+    if (evaluate) {
+      WeightAverageInModel average(model, state, opt.ema > 0);
+      r.dev = evaluate(model);
+    }
     if (opt.progress) std::fprintf(stderr, "\n");
     if (!opt.checkpoint_path.empty())
       save_model(model, vocab, opt.model_name, opt.checkpoint_path, &state);
     if (on_epoch) on_epoch(r);
   }
+  // The model leaves with the average; the checkpoints keep the raw weights to go on from.
+  if (opt.ema > 0 && state.ema.size() == model.params().size())
+    std::copy(state.ema.begin(), state.ema.end(), model.params().begin());
 }
 
 }  // namespace shrike::train

@@ -29,6 +29,11 @@ struct TrainOptions {
   // also learns to read the text it answers about (0: the answer alone is scored). The reported
   // loss stays the answer's.
   double prompt_loss = 0;
+  // Decay of an exponential moving average of the weights (0: off), updated after every step and
+  // what training leaves in the model (and the dev scores see): the average of the last ~1/(1 -
+  // ema) steps' weights, which generalises better than the last step's alone. The raw weights go
+  // on training; checkpoints keep both.
+  double ema = 0;
   int64_t batch_tokens = 4096;  // a batch holds whole sequences up to this many tokens
   uint64_t seed = 1;
   int64_t dev_limit = 600;  // dev examples decoded after each epoch (0: none)

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "data/generator.h"
@@ -133,6 +134,43 @@ TEST(Trainer, WithDropoutAndPromptLossSameSeedSameWeightsAndResumeContinuesExact
   o.dropout = 0.1f;
   o.prompt_loss = 0.5;
   expect_deterministic_and_resumable(o);
+}
+
+// The weight average (TrainOptions::ema) is saved in checkpoints, so a resumed run ends where the
+// straight one did, it does not change what the raw weights learn, and it is what the model
+// leaves with.
+TEST(Trainer, WeightAverageResumesExactlyAndIsWhatTheModelLeavesWith) {
+  TrainOptions o = quiet(4);
+  o.ema = 0.9;
+  expect_deterministic_and_resumable(o);
+
+  const Fixture& f = fixture();
+  const tokenizer::Tokenizer tok(f.vocab);
+  ThreadPool pool(2);
+  auto plain = fresh_model();
+  OptimizerState s1;
+  train_task(*plain, tok, f.examples, {}, quiet(4), s1, pool);
+  EXPECT_TRUE(s1.ema.empty());
+
+  const std::string ckpt =
+      (std::filesystem::temp_directory_path() / "shrike_trainer_ema_test.ckpt.gguf").string();
+  o.checkpoint_path = ckpt;
+  auto averaged = fresh_model();
+  OptimizerState s2;
+  train_task(*averaged, tok, f.examples, {}, o, s2, pool);
+  const TrainableFile last = load_trainable(ckpt);
+  std::filesystem::remove(ckpt);
+  EXPECT_EQ(last.model->params(), plain->params());  // the raw weights, as without the average
+  EXPECT_EQ(last.state.ema, averaged->params());     // the model leaves with the average
+  EXPECT_NE(averaged->params(), plain->params());
+  // An average of recent weights: nearer the last step's weights than the initial ones are.
+  const auto initial = fresh_model();
+  double to_last = 0, initial_to_last = 0;
+  for (size_t i = 0; i < plain->params().size(); ++i) {
+    to_last += std::pow(averaged->params()[i] - plain->params()[i], 2);
+    initial_to_last += std::pow(initial->params()[i] - plain->params()[i], 2);
+  }
+  EXPECT_LT(to_last, 0.25 * initial_to_last) << to_last << " vs " << initial_to_last;
 }
 
 // Mean next-token loss over the prompts' positions (those predicting the prompt's own tokens).
