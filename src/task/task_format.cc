@@ -1,6 +1,9 @@
 #include "task/task_format.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
 
 namespace shrike::task {
 namespace {
@@ -74,11 +77,35 @@ std::string task_prompt(std::string_view text) {
   return PromptFormat{}.text(text);
 }
 
+namespace {
+
+// Where value first occurs in text: exactly, else ignoring ASCII case; npos when it does not.
+size_t value_position(std::string_view text, std::string_view value) {
+  if (value.empty()) return std::string_view::npos;
+  const size_t exact = text.find(value);
+  if (exact != std::string_view::npos) return exact;
+  const auto lower = [](unsigned char c) { return c >= 'A' && c <= 'Z' ? char(c + 32) : char(c); };
+  std::string folded_text(text), folded_value(value);
+  for (char& c : folded_text) c = lower(static_cast<unsigned char>(c));
+  for (char& c : folded_value) c = lower(static_cast<unsigned char>(c));
+  return folded_text.find(folded_value);
+}
+
+}  // namespace
+
 std::string task_answer(const data::Example& example) {
   nlohmann::ordered_json j;
   j["intent"] = example.intent;
   j["slots"] = nlohmann::ordered_json::object();
-  for (const auto& [name, value] : example.slots) j["slots"][name] = value;
+  // Slots in the order their values appear in the utterance, so that the answer reads the
+  // utterance left to right, one span after another (ties and values not in the text after, by
+  // name).
+  std::vector<std::pair<size_t, const std::pair<const std::string, std::string>*>> order;
+  for (const auto& slot : example.slots)
+    order.emplace_back(value_position(example.text, slot.second), &slot);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [position, slot] : order) j["slots"][slot->first] = slot->second;
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

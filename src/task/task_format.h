@@ -37,8 +37,11 @@ std::string task_prompt(std::string_view text);
 // can be copied from.
 std::string task_utterance(std::string_view text);
 
-// {"intent":...,"slots":{...}} with no spaces, slot names in std::map order, UTF-8 written raw
-// (only '"', '\\' and control characters are escaped; invalid UTF-8 becomes U+FFFD).
+// {"intent":...,"slots":{...}} with no spaces, UTF-8 written raw (only '"', '\\' and control
+// characters are escaped; invalid UTF-8 becomes U+FFFD). Slots come in the order their values
+// first appear in the utterance (exactly, else ignoring ASCII case); values at the same place or
+// not in the text follow, by name. The model then reads the utterance left to right, span after
+// span, instead of deciding up front which names the answer will have.
 std::string task_answer(const data::Example& example);
 
 struct TaskPrediction {

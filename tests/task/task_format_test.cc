@@ -18,7 +18,7 @@ TEST(TaskFormat, PromptIsTheInstructionTheTextAndOneNewline) {
   EXPECT_EQ(task_prompt("我的订单"), "intent+slots: 我的订单\n");
 }
 
-TEST(TaskFormat, AnswerIsCompactJsonWithSortedSlotsAndRawUtf8) {
+TEST(TaskFormat, AnswerIsCompactJsonWithRawUtf8) {
   const Example ex =
       make("3月5日的订单SO123在哪", "order_status", {{"order_id", "SO123"}, {"date", "3月5日"}});
   EXPECT_EQ(task_answer(ex),
@@ -27,6 +27,26 @@ TEST(TaskFormat, AnswerIsCompactJsonWithSortedSlotsAndRawUtf8) {
   // Only what JSON requires is escaped.
   EXPECT_EQ(task_answer(make("x", "a\"b", {{"k", "c\\d\ne\x01"}})),
             R"({"intent":"a\"b","slots":{"k":"c\\d\ne\u0001"}})");
+}
+
+TEST(TaskFormat, SlotsFollowTheirValuesThroughTheUtterance) {
+  // Utterance order, not name order: playlist_owner before playlist, artist first.
+  EXPECT_EQ(task_answer(make("add Eef Barzelay to my Country Coffeehouse", "AddToPlaylist",
+                             {{"artist", "Eef Barzelay"},
+                              {"playlist", "Country Coffeehouse"},
+                              {"playlist_owner", "my"}})),
+            R"({"intent":"AddToPlaylist","slots":{"artist":"Eef Barzelay","playlist_owner":"my",)"
+            R"("playlist":"Country Coffeehouse"}})");
+  // A value found only ignoring case takes its place; a value not in the text, or two values at
+  // one place, follow by name.
+  EXPECT_EQ(task_answer(make("Book a table in PARIS for two", "book",
+                             {{"z_missing", "x y"},
+                              {"party", "two"},
+                              {"city", "paris"},
+                              {"b_same", "two"},
+                              {"a_gone", "nowhere"}})),
+            R"({"intent":"book","slots":{"city":"paris","b_same":"two","party":"two",)"
+            R"("a_gone":"nowhere","z_missing":"x y"}})");
 }
 
 TEST(TaskFormat, AnswerRoundTripsThroughTheParser) {
