@@ -44,8 +44,9 @@ if [ "${SHRIKE_SKIP_SANITIZERS:-0}" != 1 ]; then
   # and the training-convergence checks (a model learns its set, distillation pulls a student
   # towards its teacher, a draft distilled on teacher samples, ~70 CPU-s under ASan: the same
   # trainer code runs under ASan in the shorter Trainer tests) and the 30-second soak (its parts
-  # have their own tests; ~28 s).
-  asan_skip='^(SpeculativeDistribution\.|SpeculativeSampling\.|Sampler\.DefaultsDrawWhatTheFirstVersionDrew$|Gptq\.BeatsRoundToNearestOnCorrelatedInputs$|OptimizeCli\.MeasuresEveryAvailableStageAndCachesModels$|WorkloadCli\.GenTrainEvalPruneDistillGenerate$|Checkpoints/RealArchCli\.|Users/OptimizeUsers\.|Trainer\.TinyModelLearnsItsTrainingSet$|Trainer\.DistillationPullsTheStudentTowardsTheTeacher$|TeacherSamples\.DraftDistilledOnThemApproachesTheTeacher$|Soak\.ShortSoakOfStories260KPassesEveryCriterion$)'
+  # have their own tests; ~28 s), and the tokenizer speed tests (1-2 MB encoded and decoded,
+  # ~17 CPU-s: the same encoders run under ASan on the reference vectors).
+  asan_skip='^(TokenizerSpeed\.|SpeculativeDistribution\.|SpeculativeSampling\.|Sampler\.DefaultsDrawWhatTheFirstVersionDrew$|Gptq\.BeatsRoundToNearestOnCorrelatedInputs$|OptimizeCli\.MeasuresEveryAvailableStageAndCachesModels$|WorkloadCli\.GenTrainEvalPruneDistillGenerate$|Checkpoints/RealArchCli\.|Users/OptimizeUsers\.|Trainer\.TinyModelLearnsItsTrainingSet$|Trainer\.DistillationPullsTheStudentTowardsTheTeacher$|TeacherSamples\.DraftDistilledOnThemApproachesTheTeacher$|Soak\.ShortSoakOfStories260KPassesEveryCriterion$)'
   (cd build-asan && ctest --output-on-failure -j"$jobs" --timeout 900 -E "$asan_skip")
   if [ "${SHRIKE_FUZZ:-1}" = 1 ]; then
     step "fuzzing, ${FUZZ_SECONDS:-20} s per target"
