@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/kernel_options.h"
 #include "cli/kv_options.h"
 #include "cli/model_files.h"
 #include "cli/spec_run.h"
@@ -44,7 +45,7 @@ struct BenchArgs {
   int64_t verify_context = 128;
   int64_t n = 64;
   int threads = 0, repeats = 3;
-  bool roofline = false, json = false, ops = false;
+  bool roofline = false, json = false, ops = false, bf16_dot = false;
   KvCacheArgs kv_args{"f32", {}};
   kv::KvCacheOptions kv;
   SpecArgs spec;
@@ -70,6 +71,7 @@ std::shared_ptr<const constrain::Constraint> task_constraint(const std::string& 
 
 int run_bench(BenchArgs a) {
   resolve_kv_cache_options(a.kv_args, a.kv);
+  apply_bf16_dot(a.bf16_dot);
   auto m = model::load_model(a.model);
   if (a.spec.mode != "off") {  // speculative generation against plain, through the engine
     SpecBenchOptions o{a.model, a.spec_prompts, false, a.n, a.threads, a.repeats, a.json, {}, 0};
@@ -211,6 +213,7 @@ Runner add_bench(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   app.add_flag("--ops", a->ops,
                "also time each operation of the batch-1 decode step (extra, profiled rounds)");
+  add_bf16_dot_flag(app, a->bf16_dot);
   app.add_flag("--roofline", a->roofline,
                "also measure read bandwidth and decode's fraction of it");
   app.add_flag("--json", a->json, "print one JSON object");

@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "cli/generate_constrained.h"
+#include "cli/kernel_options.h"
 #include "cli/kv_options.h"
 #include "cli/model_files.h"
 #include "cli/spec_run.h"
@@ -25,7 +26,7 @@ struct GenerateArgs {
   int64_t n = 128;
   decode::SamplerParams sampling;
   int threads = 0;
-  bool ids = false;
+  bool ids = false, bf16_dot = false;
   ConstraintArgs constraint;
   KvCacheArgs kv_args{"f32", {}};
   kv::KvCacheOptions kv;
@@ -70,6 +71,7 @@ int run_generate_speculative(const GenerateArgs& a, const model::Model& model,
 
 int run_generate(GenerateArgs a) {
   resolve_kv_cache_options(a.kv_args, a.kv);
+  apply_bf16_dot(a.bf16_dot);
   auto model = model::load_model(a.model);
   const auto tok = load_tokenizer(a.model, a.tokenizer, model->config().vocab_size);
   // Speculation: through the engine; a constrained request speculates under its constraint
@@ -166,6 +168,7 @@ Runner add_generate(CLI::App& app) {
   app.add_option("--seed", a->sampling.seed, "random seed");
   app.add_option("-t,--threads", a->threads, "threads (default: physical cores)")
       ->check(CLI::NonNegativeNumber);
+  add_bf16_dot_flag(app, a->bf16_dot);
   app.add_flag("--ids", a->ids, "print generated token ids instead of text");
   add_constraint_options(app, a->constraint);
   add_kv_cache_options(app, a->kv_args, a->kv,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/kernel_options.h"
 #include "cli/model_files.h"
 #include "core/file_buffer.h"
 #include "core/thread_pool.h"
@@ -22,6 +23,7 @@ namespace {
 struct LogitsArgs {
   std::string model, tokens, out;
   int threads = 1;
+  bool bf16_dot = false;
 };
 
 std::vector<int32_t> read_token_ids(const std::string& path, int64_t vocab) {
@@ -35,6 +37,7 @@ std::vector<int32_t> read_token_ids(const std::string& path, int64_t vocab) {
 }
 
 int run_logits(const LogitsArgs& a) {
+  apply_bf16_dot(a.bf16_dot);
   const auto m = model::load_model(a.model);
   const auto& c = m->config();
   const std::vector<int32_t> ids = read_token_ids(a.tokens, c.vocab_size);
@@ -66,6 +69,7 @@ Runner add_logits(CLI::App& app) {
   app.add_option("-o,--out", a->out, "output: f32 logits [tokens][vocab], little-endian")
       ->required();
   app.add_option("-t,--threads", a->threads, "threads")->check(CLI::Range(1, 256));
+  add_bf16_dot_flag(app, a->bf16_dot);
   return [a] { return run_logits(*a); };
 }
 

@@ -4,11 +4,13 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/kquants.h"
 #include "kernels/matmul_internal.h"
 #include "kernels/ops.h"
@@ -16,9 +18,14 @@
 namespace shrike::kernels {
 
 namespace detail {
-// Row `lane` of a packed panel dequantised to f32 (matmul_scalar.cc).
-void dequantize_packed_row(DType type, const uint8_t* panel, int64_t lane, int64_t cols,
-                           float* out);
+// Row `lane` of a packed panel dequantised to f32 (matmul_scalar.cc); bf16_pairs: the panel is
+// in the BF16-pair layout.
+void dequantize_packed_row(DType type, bool bf16_pairs, const uint8_t* panel, int64_t lane,
+                           int64_t cols, float* out);
+
+int64_t bf16_pair_count(int64_t cols) {
+  return (cols + 1) / 2;
+}
 }  // namespace detail
 
 using detail::kPanel;
@@ -256,10 +263,49 @@ int64_t panel_bytes(DType t, int64_t cols) {
 }
 }  // namespace detail
 
+namespace {
+std::atomic<bool> g_bf16_dot{false};
+
+// Bytes of one panel of m's layout.
+int64_t packed_panel_bytes(DType type, bool bf16_pairs, int64_t cols) {
+  return bf16_pairs ? detail::bf16_pair_count(cols) * 64 : detail::panel_bytes(type, cols);
+}
+
+// Row `lane` of a F16 / BF16 file row into a BF16-pair panel (matmul_internal.h).
+void pack_bf16_pairs_row(DType type, const uint8_t* row, int64_t cols, uint8_t* panel,
+                         int64_t lane) {
+  for (int64_t c = 0; c < cols; ++c) {
+    uint16_t h;
+    std::memcpy(&h, row + c * 2, 2);
+    const uint16_t b = type == DType::BF16 ? h : fp32_to_bf16(fp16_to_fp32(h));
+    std::memcpy(panel + (c / 2) * 64 + lane * 4 + (c % 2) * 2, &b, 2);
+  }
+}
+}  // namespace
+
+bool bf16_dot_supported() {
+#if SHRIKE_KERNELS_X86
+  return cpu_features().avx512_bf16;
+#else
+  return false;
+#endif
+}
+
+void set_bf16_dot(bool on) {
+  if (on && !bf16_dot_supported())
+    throw std::invalid_argument(
+        "bf16 dot products need a CPU with AVX512_BF16 (this one: " + cpu_features_string() + ")");
+  g_bf16_dot.store(on);
+}
+
+bool bf16_dot() {
+  return g_bf16_dot.load();
+}
+
 void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows,
                                    const float* row_scales) {
   const int64_t rows = m.rows_, cols = m.cols_;
-  const int64_t pb = detail::panel_bytes(m.type_, cols);
+  const int64_t pb = packed_panel_bytes(m.type_, m.bf16_pairs_, cols);
   const size_t row_bytes = size_t(dtype_row_bytes(m.type_, cols));
   const auto* src = static_cast<const uint8_t*>(file_rows);
   const int64_t np = n_panels(rows);
@@ -276,6 +322,10 @@ void PackedMatrixAccess::pack_into(PackedMatrix& m, const void* file_rows,
       if (r >= rows) break;
       const uint8_t* row = src + size_t(r) * row_bytes;
       if (dtype_has_row_scale(m.type_)) std::memcpy(dst + lane * 4, &row_scales[r], 4);
+      if (m.bf16_pairs_) {
+        pack_bf16_pairs_row(m.type_, row, cols, dst, lane);
+        continue;
+      }
       switch (m.type_) {
         case DType::F32:
           for (int64_t c = 0; c < cols; ++c)
@@ -355,13 +405,15 @@ PackedMatrix PackedMatrix::pack(DType type, int64_t rows, int64_t cols, const vo
   m.type_ = type;
   m.rows_ = rows;
   m.cols_ = cols;
+  m.bf16_pairs_ = (type == DType::F16 || type == DType::BF16) && bf16_dot();
   PackedMatrixAccess::pack_into(m, file_rows, row_scales);
   return m;
 }
 
 void PackedMatrix::dequantize_row(int64_t r, float* out) const {
-  const int64_t pb = detail::panel_bytes(type_, cols_);
-  detail::dequantize_packed_row(type_, data_.get() + (r / kPanel) * pb, r % kPanel, cols_, out);
+  const int64_t pb = packed_panel_bytes(type_, bf16_pairs_, cols_);
+  detail::dequantize_packed_row(type_, bf16_pairs_, data_.get() + (r / kPanel) * pb, r % kPanel,
+                                cols_, out);
 }
 
 PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& parts) {
@@ -370,13 +422,16 @@ PackedMatrix PackedMatrix::concat_rows(const std::vector<const PackedMatrix*>& p
   int64_t rows = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     const PackedMatrix& m = *parts[i];
-    if (m.type_ != first.type_ || m.cols_ != first.cols_ || m.rows_ <= 0) return {};
+    if (m.type_ != first.type_ || m.bf16_pairs_ != first.bf16_pairs_ || m.cols_ != first.cols_ ||
+        m.rows_ <= 0)
+      return {};
     if (i + 1 < parts.size() && m.rows_ % kPanel != 0) return {};  // a padded panel inside
     rows += m.rows_;
   }
-  const int64_t pb = detail::panel_bytes(first.type_, first.cols_);
+  const int64_t pb = packed_panel_bytes(first.type_, first.bf16_pairs_, first.cols_);
   PackedMatrix out;
   out.type_ = first.type_;
+  out.bf16_pairs_ = first.bf16_pairs_;
   out.rows_ = rows;
   out.cols_ = first.cols_;
   out.data_ = aligned_alloc_bytes(size_t(n_panels(rows) * pb));
@@ -409,7 +464,8 @@ static detail::GemmArgs gemm_args(const PackedMatrix& w, int64_t n, float* y, Ma
   detail::GemmArgs a{};
   a.type = w.type();
   a.w = w.data();
-  a.panel_bytes = detail::panel_bytes(w.type(), w.cols());
+  a.panel_bytes = packed_panel_bytes(w.type(), w.bf16_pairs(), w.cols());
+  a.bf16_pairs = w.bf16_pairs();
   a.rows = w.rows();
   a.cols = w.cols();
   a.n = n;
@@ -449,6 +505,27 @@ void matmul_with(Isa isa, const PackedMatrix& w, const float* x, int64_t n, floa
   detail::GemmArgs a = gemm_args(w, n, y, opt);
   a.x = x;
   const int nt = threads_for_product(w.weight_bytes(), n, pool.size());
+#if SHRIKE_KERNELS_X86
+  if (w.bf16_pairs() && isa != Isa::Scalar) {
+    // Packed only where the CPU has AVX512_BF16 (set_bf16_dot): these kernels serve every SIMD
+    // ISA asked for; the scalar target reads the pairs as floats.
+    static const detail::IsaMatmul pairs{detail::bf16_pair_gemm(), nullptr, 0, 2, 0};
+    const int64_t width = 2 * detail::bf16_pair_count(w.cols());
+    static thread_local Scratch xscratch;
+    auto* xbf = reinterpret_cast<uint16_t*>(xscratch.get(size_t(n * width) * 2 + 64));
+    if (nt == 1 || n * width < 16384) {
+      detail::bf16_round_rows(x, n, w.cols(), xbf);
+    } else {
+      pool.run([&](int i, int) {
+        const int64_t t0 = n * i / nt, t1 = n * (i + 1) / nt;
+        if (i < nt && t0 < t1)
+          detail::bf16_round_rows(x + t0 * w.cols(), t1 - t0, w.cols(), xbf + t0 * width);
+      });
+    }
+    a.xbf = xbf;
+    return run_panels(pairs, a, n_panels(w.rows()), nt, pool);
+  }
+#endif
   const DType type = w.type();
   const bool quantised = quantised_type(type) && k.quantize;
   if (quantised) {

@@ -41,6 +41,10 @@
 //             high: + 64), and after both halves' nibbles, for each half 8 groups of
 //             qh[32n + 4k .. +3] (bits 2i, 2i + 1: the top two bits of column 128n + 32i + 4k..).
 //             3,360 bytes: exactly the file's 16 x 210.
+//   BF16 pairs (F16 / BF16 weights packed while set_bf16_dot is on, PackedMatrix::bf16_pairs):
+//     for each pair j of columns (2j, 2j + 1; an odd last column pairs with 0), 64 bytes: row r
+//     at bytes 4r..4r+3, its bf16 of column 2j then of column 2j + 1 (one int32 lane per row,
+//     what vdpbf16ps consumes). F16 weights are rounded to bf16 (to nearest even) at packing.
 //   Q2_K / Q3_K / IQ4_NL / IQ4_XS: the 16 rows' file bytes one after another (row-major,
 //     core/kquants.h); read by the portable kernel only, so far.
 #pragma once
@@ -54,6 +58,8 @@ namespace shrike::kernels::detail {
 constexpr int64_t kPanel = 16;
 
 int64_t panel_bytes(DType t, int64_t cols);
+// Column pairs of a BF16-pair panel (cols / 2 rounded up); its panels are 64 bytes per pair.
+int64_t bf16_pair_count(int64_t cols);
 
 // The repacked k-quants (above): bytes of one super-block of one panel and where its parts start.
 constexpr int64_t kQ4KSuperBytes = 2368, kQ5KSuperBytes = 2880, kQ6KSuperBytes = 3360;
@@ -95,7 +101,11 @@ struct GemmArgs {
   const float* xm;
   // Q6_K: xs16 [n][kq/16] = -32 * the sum of each 16 quantised activations (the codes' offset).
   const int32_t* xs16;
-  float* y;  // [n][rows]
+  // BF16-pair weights: the activations rounded to bf16, [n][2 * bf16_pair_count(cols)] (an odd
+  // last column followed by 0).
+  const uint16_t* xbf;
+  bool bf16_pairs;  // the weights are packed as BF16 pairs (the F16 / BF16 type says the source)
+  float* y;         // [n][rows]
   // Sum in the batched kernels' order even for n = 1 (MatmulOptions::batch_invariant).
   bool invariant;
   // The matrix is large enough (kStreamingBytes) to stream from L3 or memory rather than stay
@@ -124,6 +134,11 @@ struct IsaMatmul {
 
 constexpr int64_t kXBlock = 16;
 constexpr size_t kStreamingBytes = 512 * 1024;
+
+// The BF16-pair kernels (matmul_bf16.cc; x86-64 builds, CPUs with AVX512_BF16 only): the
+// product, and x [n][cols] rounded to bf16 rows as GemmArgs::xbf holds them.
+GemmFn bf16_pair_gemm();
+void bf16_round_rows(const float* x, int64_t n, int64_t cols, uint16_t* out);
 
 IsaMatmul isa_matmul_scalar();
 IsaMatmul isa_matmul_avx2();

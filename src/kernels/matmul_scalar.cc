@@ -7,8 +7,16 @@
 
 namespace shrike::kernels::detail {
 
-void dequantize_packed_row(DType type, const uint8_t* panel, int64_t lane, int64_t cols,
-                           float* out) {
+void dequantize_packed_row(DType type, bool bf16_pairs, const uint8_t* panel, int64_t lane,
+                           int64_t cols, float* out) {
+  if (bf16_pairs) {
+    for (int64_t c = 0; c < cols; ++c) {
+      uint16_t b;
+      std::memcpy(&b, panel + (c / 2) * 64 + lane * 4 + (c % 2) * 2, 2);
+      out[c] = bf16_to_fp32(b);
+    }
+    return;
+  }
   switch (type) {
     case DType::F32:
       for (int64_t c = 0; c < cols; ++c) std::memcpy(out + c, panel + (c * kPanel + lane) * 4, 4);
@@ -103,7 +111,8 @@ void gemm_scalar(const GemmArgs& a, int64_t p0, int64_t p1) {
     for (int64_t lane = 0; lane < kPanel; ++lane) {
       const int64_t r = p * kPanel + lane;
       if (r >= a.rows) break;
-      dequantize_packed_row(a.type, a.w + p * a.panel_bytes, lane, a.cols, row.data());
+      dequantize_packed_row(a.type, a.bf16_pairs, a.w + p * a.panel_bytes, lane, a.cols,
+                            row.data());
       for (int64_t t = 0; t < a.n; ++t) {
         const float* x = a.x + t * a.cols;
         float acc[4] = {0, 0, 0, 0};
