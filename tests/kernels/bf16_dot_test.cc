@@ -67,8 +67,8 @@ TEST(Bf16Dot, ProductsEqualTheRoundedOperandsExactProduct) {
     int64_t rows, cols;
   };
   for (DType type : {DType::F16, DType::BF16})
-    for (Shape s : {Shape{37, 67}, Shape{48, 256}, Shape{16, 1}, Shape{70, 130}})
-      for (int64_t n : {1, 2, 7, 8, 13, 17}) {
+    for (Shape s : {Shape{37, 67}, Shape{48, 256}, Shape{16, 1}, Shape{70, 130}, Shape{130, 64}})
+      for (int64_t n : {1, 2, 3, 7, 8, 10, 13, 17}) {
         SCOPED_TRACE(std::string(dtype_name(type)) + " " + std::to_string(s.rows) + "x" +
                      std::to_string(s.cols) + " n=" + std::to_string(n));
         const Problem p = make_problem(type, s.rows, s.cols, n, uint32_t(s.rows * 31 + n));
