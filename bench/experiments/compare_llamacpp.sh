@@ -12,6 +12,7 @@
 #   PEER_FLAGS=""       extra llama-bench flags (ik_llama.cpp: "-rtr 1", run-time repacking)
 #   PEER2=""            a second peer's llama-bench, run in the same rounds (PEER2_NAME,
 #                       PEER2_FLAGS as above); the ratios are then against the faster peer
+#   SHRIKE_FLAGS=""     extra `shrike bench` flags (e.g. --bf16-dot, the counterpart of -rtr)
 # Each shrike run also probes read bandwidth (`bench --roofline`, a buffer larger than the last
 # level cache); decode GB/s is the weights read per token times tokens/s, for both engines, and
 # "of read" is that over the median probe of the same rounds.
@@ -36,6 +37,7 @@ read -r -a peer_flags <<<"${PEER_FLAGS:-}"
 peer2_bench=${PEER2:-}
 peer2=${PEER2_NAME:-peer2}
 read -r -a peer2_flags <<<"${PEER2_FLAGS:-}"
+read -r -a shrike_flags <<<"${SHRIKE_FLAGS:-}"
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 # record ROUND MODEL THREADS ENGINE: stdin's JSON as one line of $raw.
@@ -48,7 +50,8 @@ print(json.dumps({"round": int(r), "model": m, "threads": int(t), "engine": e, "
 for ((round = 1; round <= rounds; round++)); do
   for m in "${models[@]}"; do
     for t in "${threads[@]}"; do
-      build/shrike bench -m "$m" -t "$t" -p "$prefill" -n 64 -r "$reps" --roofline --json |
+      build/shrike bench -m "$m" -t "$t" -p "$prefill" -n 64 -r "$reps" --roofline --json \
+        "${shrike_flags[@]}" |
         record "$round" "$m" "$t" shrike
       "$llama_bench" -m "$m" -t "$t" -p "$prefill" -n 64 -r "$reps" -mmp 0 "${peer_flags[@]}" \
         -o json 2>/dev/null | record "$round" "$m" "$t" peer
