@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/kernel_options.h"
 #include "cli/kv_options.h"
 #include "cli/model_files.h"
 #include "cli/spec_options.h"
@@ -61,7 +62,7 @@ struct ServeArgs {
   int64_t ctx = 0;
   int64_t kv_cache_mb = 0;
   KvCacheArgs kv_args{"f16", {}};
-  bool no_prefix_cache = false;
+  bool no_prefix_cache = false, bf16_dot = false;
   bool no_task_schema = false;
   double drain_timeout_s = 30;
   double max_body_mb = 8;
@@ -361,7 +362,8 @@ size_t kv_min_bytes(const ServeArgs& a, size_t budget, size_t n_models) {
 }
 
 int run_serve(ServeArgs a) {
-  limit_malloc_arenas();  // before the HTTP and engine threads start (core/memory_release.h)
+  limit_malloc_arenas();       // before the HTTP and engine threads start (core/memory_release.h)
+  apply_bf16_dot(a.bf16_dot);  // before any model is packed (admin-loaded ones included)
   const std::vector<ModelSpec> specs = model_specs(a);
   a.server.max_body_bytes = size_t(a.max_body_mb * 1024 * 1024);
   a.server.max_header_bytes = size_t(a.max_header_kb * 1024);
@@ -531,6 +533,7 @@ Runner add_serve(CLI::App& app) {
       "position and kv head) | int8-mixed (int8, with f16 copies of sinks, the recent window, "
       "heavy hitters and --kv-fp16-layers; no prefix cache)");
   app.add_flag("--no-prefix-cache", a->no_prefix_cache, "do not reuse cached prompt prefixes");
+  add_bf16_dot_flag(app, a->bf16_dot);
   app.add_flag("--no-task-schema", a->no_task_schema,
                "a task model (shrike.task.* in its GGUF) answers requests without a constraint "
                "free-form instead of in its task's JSON schema");
