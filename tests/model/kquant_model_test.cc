@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/matmul.h"
 #include "kv/contiguous_kv.h"
 #include "model/model.h"
 #include "model/synth.h"
@@ -18,7 +19,8 @@
 namespace shrike {
 namespace {
 
-std::vector<float> kquant_model_logits(DType type, int64_t* vocab) {
+// bf16_dot: the model is loaded with kernels::set_bf16_dot on (F16 / BF16 weights as BF16 pairs).
+std::vector<float> kquant_model_logits(DType type, int64_t* vocab, bool bf16_dot = false) {
   const std::string path =
       (std::filesystem::temp_directory_path() / ("shrike_kquant_" + std::to_string(getpid()) + "_" +
                                                  std::string(dtype_name(type)) + ".gguf"))
@@ -34,7 +36,9 @@ std::vector<float> kquant_model_logits(DType type, int64_t* vocab) {
   o.type = type;
   o.seed = 5;
   model::write_synth_model(o, path);
+  kernels::set_bf16_dot(bf16_dot);
   const auto m = model::load_model(path);
+  kernels::set_bf16_dot(false);
   std::filesystem::remove(path);
   const auto& c = m->config();
   const std::vector<int32_t> prompt = {1, 300, 17, 42, 99, 260, 5, 311, 7, 8, 9, 10, 400, 77};
@@ -87,6 +91,21 @@ TEST(KQuantModel, RunsCloseToF32AndCloserWithMoreBits) {
   }
   EXPECT_LT(kl[1], kl[0]);
   EXPECT_LT(kl[2], kl[1]);
+}
+
+// The whole forward pass (fused Q/K/V and gate/up stacks included) on BF16-pair matrices: close
+// to the exact F16 products, and not bit for bit (the flag reached the matrices).
+TEST(Bf16DotModel, AnF16ModelRunsCloseToItsExactProducts) {
+  if (!kernels::bf16_dot_supported())
+    GTEST_SKIP() << "this CPU has no AVX512_BF16: the BF16 dot-product path cannot run here";
+  int64_t v = 0, vb = 0;
+  const std::vector<float> exact = kquant_model_logits(DType::F16, &v);
+  const std::vector<float> pairs = kquant_model_logits(DType::F16, &vb, true);
+  ASSERT_EQ(vb, v);
+  ASSERT_EQ(pairs.size(), exact.size());
+  const double kl = mean_kl(exact, pairs, v);
+  EXPECT_LT(kl, 1e-3);
+  EXPECT_GT(kl, 0.0) << "the logits are bit for bit the exact ones: were the pairs used?";
 }
 
 }  // namespace
