@@ -15,13 +15,28 @@ bool RequestStream::next(StreamEvent& out, std::chrono::milliseconds timeout) {
 }
 
 void RequestStream::push(StreamEvent ev) {
+  std::shared_ptr<const std::function<void()>> listener;
   {
     std::lock_guard lock(mu_);
     if (done_) return;
     done_ = ev.finished;
     events_.push_back(std::move(ev));
+    listener = listener_;
   }
   cv_.notify_all();
+  if (listener) (*listener)();
+}
+
+void RequestStream::set_listener(std::function<void()> listener) {
+  std::shared_ptr<const std::function<void()>> now;
+  {
+    std::lock_guard lock(mu_);
+    listener_ =
+        listener ? std::make_shared<const std::function<void()>>(std::move(listener)) : nullptr;
+    if (!events_.empty()) now = listener_;
+  }
+  // Events pushed before the listener was set would otherwise go unnoticed.
+  if (now) (*now)();
 }
 
 }  // namespace shrike::engine

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -67,6 +68,10 @@ class RequestStream {
   // Waits up to `timeout` for the next event; false on timeout. After the finished event has been
   // returned, returns false at once.
   bool next(StreamEvent& out, std::chrono::milliseconds timeout);
+  // Called (on the engine's thread, outside the stream's lock) after each event is pushed, so an
+  // event loop can read many streams without a thread waiting on each. It is also called once
+  // at once when events are already waiting; nullptr removes it. Must not block.
+  void set_listener(std::function<void()> listener);
   // Asks the engine to stop this request (client gone). Its blocks are freed within one step and
   // a final event with FinishReason::Cancelled is pushed.
   void cancel() { cancelled_.store(true); }
@@ -79,6 +84,7 @@ class RequestStream {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<StreamEvent> events_;
+  std::shared_ptr<const std::function<void()>> listener_;
   bool done_ = false;  // the finished event was pushed
   bool consumed_done_ = false;
   std::atomic<bool> cancelled_{false};

@@ -146,6 +146,34 @@ void ConnectionFront::adopt(int fd) {
   wake();
 }
 
+void ConnectionFront::resume(int fd, std::string pending) {
+  {
+    std::lock_guard<std::mutex> lock(handoff_mu_);
+    const auto it = taken_.find(fd);
+    if (it != taken_.end() && !stopping_.load()) {
+      Job j;
+      j.fd = fd;
+      j.buf = std::move(pending);
+      j.served = it->second;
+      taken_.erase(it);
+      returned_.push_back(std::move(j));
+      wake();
+      return;
+    }
+  }
+  release(fd);
+}
+
+void ConnectionFront::release(int fd) {
+  {
+    std::lock_guard<std::mutex> lock(handoff_mu_);
+    taken_.erase(fd);
+  }
+  ::close(fd);
+  open_.fetch_sub(1);
+  busy_.fetch_sub(1);
+}
+
 FrontCounters ConnectionFront::counters() const {
   return {open_.load(), timed_out_.load(), refused_.load(), evicted_.load(), rejected_.load()};
 }
@@ -400,17 +428,27 @@ void ConnectionFront::worker(Lane& lane) {
       j = std::move(lane.jobs.front());
       lane.jobs.pop_front();
     }
-    bool keep = false;
+    Outcome outcome = Outcome::Close;
+    if (!stopping_.load()) {
+      // Recorded first: the taker may resume the connection before the handler returns.
+      std::lock_guard<std::mutex> lock(handoff_mu_);
+      taken_[j.fd] = j.served + 1;
+    }
     if (!stopping_.load()) {
       try {
-        keep =
+        outcome =
             handler_(j.fd, j.buf, j.request_bytes, j.served + 1 >= limits_.max_keep_alive_requests);
       } catch (...) {
-        keep = false;
+        outcome = Outcome::Close;
       }
     }
+    if (outcome == Outcome::Taken) continue;  // busy_ and open_ until resume() or release()
+    {
+      std::lock_guard<std::mutex> lock(handoff_mu_);
+      taken_.erase(j.fd);
+    }
     ++j.served;
-    if (!keep || stopping_.load()) {
+    if (outcome == Outcome::Close || stopping_.load()) {
       ::close(j.fd);
       open_.fetch_sub(1);
       busy_.fetch_sub(1);

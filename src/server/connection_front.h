@@ -55,12 +55,18 @@ struct FrontCounters {
 
 class ConnectionFront {
  public:
+  // What became of a connection after its request was answered.
+  enum class Outcome {
+    Keep,   // answered: read its next request
+    Close,  // answered (or failed): close it
+    Taken,  // still being answered elsewhere (a stream, stream_pump.h): resume() or release() it
+  };
   // Runs on a worker: parses and answers the request held by the first `request_bytes` bytes of
   // `buf` (complete, as the framer delimited it: the handler's parser reads no further, so it
-  // cannot take a pipelined request for a body) and erases them; writes to `fd`. Returns false
-  // when the connection must be closed (write failed, or the request said Connection: close);
-  // `last` asks it to close the connection after this answer.
-  using Handler = std::function<bool(int fd, std::string& buf, size_t request_bytes, bool last)>;
+  // cannot take a pipelined request for a body) and erases them; writes to `fd`. Close when
+  // the write failed or the request said Connection: close; `last` asks for Close (or a
+  // release() after Taken).
+  using Handler = std::function<Outcome(int fd, std::string& buf, size_t request_bytes, bool last)>;
   // The body of an error the front answers itself (status, what was wrong): JSON.
   using ErrorBody = std::function<std::string(int status, const std::string& message)>;
 
@@ -73,8 +79,12 @@ class ConnectionFront {
   void start();
   // Takes an accepted socket (from any thread); the front owns and closes it from now on.
   void adopt(int fd);
+  // A connection the handler Took is answered: read its next request (`pending`: bytes of it
+  // already read), or close it. From any thread; closes it after stop().
+  void resume(int fd, std::string pending);
+  void release(int fd);
   // Closes every connection the front holds, lets workers finish their current request, joins
-  // all threads. Idempotent.
+  // all threads (connections Taken are their taker's to release). Idempotent.
   void stop();
 
   FrontCounters counters() const;
@@ -125,6 +135,7 @@ class ConnectionFront {
   std::mutex handoff_mu_;
   std::vector<int> adopted_;
   std::vector<Job> returned_;
+  std::unordered_map<int, size_t> taken_;  // fd -> requests answered on it, with the one Taken
 
   Lane ready_, probes_;
 

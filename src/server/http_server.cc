@@ -20,6 +20,7 @@
 #include "server/front_stream.h"
 #include "server/generation_request.h"
 #include "server/openai_protocol.h"
+#include "server/stream_pump.h"
 
 namespace shrike::server {
 namespace {
@@ -29,7 +30,6 @@ constexpr const char* kJsonType = "application/json";
 // How long a stream may stay silent before a comment line is written: writing is the only way to
 // notice a client that went away while its request waits or prefills.
 constexpr auto kKeepAliveEvery = std::chrono::seconds(1);
-constexpr auto kPollEvery = std::chrono::milliseconds(100);
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
@@ -119,67 +119,59 @@ Usage usage_of(const engine::StreamEvent& ev) {
 }
 
 // One streaming response: owns the engine stream and ends the request if the response goes away
-// before the engine finished it (client gone, write failed, server stopping).
-struct StreamJob {
+// before the engine finished it (client gone, write failed, server stopping). Its body is
+// written by the stream pump (stream_pump.h) from the engine's events, so it holds no thread.
+struct StreamJob : PumpedStream {
   std::shared_ptr<ServedModel> model;  // kept while the stream lasts
   std::shared_ptr<engine::RequestStream> stream;
   const tokenizer::Tokenizer* tok = nullptr;
   ResponseMeta meta;
   bool include_usage = false;
+  bool keep_alive = true;  // the request allows another on its connection
   bool first = true;
   bool finished = false;
+  bool taken = false;  // handed to the pump
   int64_t text_offset = 0;
   std::unique_ptr<InFlight> in_flight;
   std::unique_ptr<ActiveStream> active;
-  Clock::time_point last_write = Clock::now();
 
-  ~StreamJob() {
+  ~StreamJob() override {
     if (!finished) stream->cancel();
   }
 
-  bool write(httplib::DataSink& sink, const std::string& s) {
-    last_write = Clock::now();
-    return sink.write(s.data(), s.size());
-  }
+  void listen(std::function<void()> wake) override { stream->set_listener(std::move(wake)); }
+  void abandon() override { stream->cancel(); }
 
-  // Called by httplib until the stream is done; blocks for the next event. False ends the
-  // response (the connection is dropped), which is what a vanished client needs.
-  bool provide(httplib::DataSink& sink) {
+  bool poll(std::string& out) override {
     engine::StreamEvent ev;
-    while (!stream->next(ev, std::chrono::duration_cast<std::chrono::milliseconds>(kPollEvery))) {
-      if (!sink.is_writable()) return abandon();
-      if (Clock::now() - last_write >= kKeepAliveEvery && !write(sink, ": keep-alive\n\n"))
-        return abandon();
+    while (!finished && stream->next(ev, std::chrono::milliseconds(0))) {
+      std::vector<LogprobEntry> logprobs;
+      if (meta.logprobs) append_logprobs(*tok, ev, text_offset, logprobs);
+      if (!ev.finished) {
+        if (ev.text.empty() && logprobs.empty()) continue;  // nothing to tell the client yet
+        out += sse_event(stream_chunk(meta, ev.text, logprobs, first, {}));
+        first = false;
+        continue;
+      }
+      finished = true;
+      if (ev.finish_reason == engine::FinishReason::Error) {
+        // The stream has started (status 200 is sent), so the error travels as an event.
+        if (!ev.text.empty()) out += sse_event(stream_chunk(meta, ev.text, logprobs, first, {}));
+        out += "data: " + error_body(server_error("generation failed: " + ev.error)) + "\n\n";
+      } else {
+        out += sse_event(stream_chunk(meta, ev.text, logprobs, first, ev.finish_reason));
+        if (include_usage) out += sse_event(usage_chunk(meta, usage_of(ev)));
+      }
+      out += kSseDone;
     }
-    std::vector<LogprobEntry> logprobs;
-    if (meta.logprobs) append_logprobs(*tok, ev, text_offset, logprobs);
-    if (!ev.finished) {
-      if (ev.text.empty() && logprobs.empty()) return true;  // nothing to tell the client yet
-      const bool ok = write(sink, sse_event(stream_chunk(meta, ev.text, logprobs, first, {})));
-      first = false;
-      return ok ? true : abandon();
-    }
-    finished = true;
-    std::string out;
-    if (ev.finish_reason == engine::FinishReason::Error) {
-      // The stream has started (status 200 is sent), so the error travels as an event.
-      if (!ev.text.empty()) out += sse_event(stream_chunk(meta, ev.text, logprobs, first, {}));
-      out += "data: " + error_body(server_error("generation failed: " + ev.error)) + "\n\n";
-    } else {
-      out += sse_event(stream_chunk(meta, ev.text, logprobs, first, ev.finish_reason));
-      if (include_usage) out += sse_event(usage_chunk(meta, usage_of(ev)));
-    }
-    out += kSseDone;
-    if (!write(sink, out)) return false;
-    sink.done();
-    return true;
-  }
-
-  bool abandon() {
-    stream->cancel();
-    return false;
+    return finished;
   }
 };
+
+// The stream a route handler wants the pump to write, set while a worker answers a request:
+// httplib writes the response head, then asks the content provider for the body, which takes
+// the job here and ends httplib's part of the answer.
+thread_local std::shared_ptr<StreamJob>* taken_stream = nullptr;
 
 // Answers a submission the engine did not accept. An engine that drains while the server does
 // not belongs to a model being removed (admin DELETE between the request's lookup and its
@@ -191,17 +183,25 @@ void send_refusal(httplib::Response& res, const engine::SubmitResult& sub, bool 
   send_error(res, submit_refusal(sub, server_draining, model_name));
 }
 
-// Streaming: the response becomes server-sent events that `job` provides as they come.
+// Streaming: the response becomes server-sent events, written by the stream pump once httplib
+// has written the head.
 void stream_reply(httplib::Response& res, std::shared_ptr<StreamJob> job) {
   res.status = 200;
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");  // proxies: do not buffer the stream
-  // Exactly "text/event-stream": httplib never compresses that type, so events are not held
-  // back in a compressor's buffer.
+  // Exactly "text/event-stream": httplib never compresses that type, so the chunks the pump
+  // frames are the body as sent.
   res.set_chunked_content_provider(
-      "text/event-stream", [job](size_t, httplib::DataSink& sink) { return job->provide(sink); },
+      "text/event-stream",
+      [job](size_t, httplib::DataSink&) {
+        if (taken_stream && !*taken_stream) {
+          job->taken = true;
+          *taken_stream = job;
+        }
+        return false;  // httplib writes nothing more: the pump has the connection
+      },
       [job](bool) {
-        if (!job->finished) job->stream->cancel();
+        if (!job->taken) job->stream->cancel();  // the head could not be written
       });
 }
 
@@ -298,23 +298,39 @@ struct HttpServer::Impl {
               }
               return error_body(front_error(status, message));
             }),
+        pump(
+            PumpLimits{write_timeout(),
+                       std::chrono::duration_cast<std::chrono::milliseconds>(kKeepAliveEvery)},
+            [this](int fd, std::string pending) { front.resume(fd, std::move(pending)); },
+            [this](int fd) { front.release(fd); }),
         rng(std::random_device{}()) {}
 
   // One complete request from the front: parsed and answered by httplib on this worker, within
   // the bytes the front's framer delimited (the one authority on where a request ends).
-  bool answer(int fd, std::string& buf, size_t request_bytes, bool last) {
-    FrontStream strm(
-        fd, buf, request_bytes,
-        std::chrono::milliseconds(int64_t(std::max(0.001, opt.write_timeout_s) * 1000)));
+  ConnectionFront::Outcome answer(int fd, std::string& buf, size_t request_bytes, bool last) {
+    FrontStream strm(fd, buf, request_bytes, write_timeout());
+    std::shared_ptr<StreamJob> taken;
+    taken_stream = &taken;
     bool closed = false;
     const bool ok = svr.answer(strm, last, closed);
+    taken_stream = nullptr;
     buf.erase(0, request_bytes);
-    return ok && !closed && !last;
+    if (taken) {
+      pump.add(fd, std::move(taken), taken->keep_alive && !last, std::move(buf));
+      return ConnectionFront::Outcome::Taken;
+    }
+    return ok && !closed && !last ? ConnectionFront::Outcome::Keep
+                                  : ConnectionFront::Outcome::Close;
+  }
+
+  std::chrono::milliseconds write_timeout() const {
+    return std::chrono::milliseconds(int64_t(std::max(0.001, opt.write_timeout_s) * 1000));
   }
 
   ServerOptions opt;
   FrontedServer svr;
   ConnectionFront front;
+  StreamPump pump;  // after front: stopped and destroyed before it
   ModelRegistry models;
   std::atomic<bool> ready{false};
   std::mutex loader_mu;  // one admin load or removal at a time
@@ -731,6 +747,7 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
     job->include_usage = p.include_usage;
     job->in_flight = std::move(in_flight_guard);
     job->active = std::move(active_guard);
+    job->keep_alive = req.version == "HTTP/1.1" && req.get_header_value("Connection") != "close";
     return stream_reply(res, std::move(job));
   }
   blocking_reply(res, *sub.stream, tok, meta);
@@ -782,9 +799,11 @@ int HttpServer::bind() {
 void HttpServer::serve() {
   Impl& m = *impl_;
   m.front.start();
+  m.pump.start();
   m.serving.store(true);
   if (!m.stop_requested.load()) m.svr.listen_after_bind();
   m.serving.store(false);
+  m.pump.stop();
   m.front.stop();
 }
 
@@ -896,6 +915,7 @@ void HttpServer::stop() {
   for (int i = 0; i < 2000 && m.serving.load() && !m.svr.is_running(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   m.svr.stop();
+  m.pump.stop();
   m.front.stop();
   m.stopped = true;
 }

@@ -468,5 +468,32 @@ TEST(Engine, ShutdownEndsEveryRequest) {
   for (auto& s : streams) EXPECT_EQ(collect(*s).last.finish_reason, FinishReason::Cancelled);
 }
 
+// The event loop's hook (RequestStream::set_listener): called after every push, at once when
+// events already wait, and never after it is removed; next() with no wait takes what is there.
+TEST(RequestStream, ListenerHearsEveryPushAndWhatWaited) {
+  RequestStream s;
+  StreamEvent ev;
+  ev.text = "a";
+  s.push(ev);  // before any listener
+  int calls = 0;
+  s.set_listener([&] { ++calls; });
+  EXPECT_EQ(calls, 1) << "the event pushed before the listener went unnoticed";
+  ev.text = "b";
+  s.push(ev);
+  EXPECT_EQ(calls, 2);
+  StreamEvent got;
+  ASSERT_TRUE(s.next(got, 0ms));
+  EXPECT_EQ(got.text, "a");
+  ASSERT_TRUE(s.next(got, 0ms));
+  EXPECT_EQ(got.text, "b");
+  EXPECT_FALSE(s.next(got, 0ms));
+  s.set_listener(nullptr);
+  ev.finished = true;
+  s.push(ev);
+  EXPECT_EQ(calls, 2) << "a removed listener was called";
+  ASSERT_TRUE(s.next(got, 0ms));
+  EXPECT_TRUE(got.finished);
+}
+
 }  // namespace
 }  // namespace shrike::engine

@@ -3,7 +3,8 @@
 // never finishes get 408 at their whole-request deadline; heads over the size and header-count
 // limits are refused; idle keep-alive connections are closed; a thousand half-head connections
 // neither starve a well-behaved client nor pass --max-connections; a stream that is never read
-// is cut at the write timeout and its request cancelled, its KV blocks freed.
+// is cut at the write timeout and its request cancelled, its KV blocks freed; a stream holds no
+// worker, and its connection is kept alive after it.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <poll.h>
@@ -467,39 +468,75 @@ TEST_F(SlowClientTest, StreamNeverReadIsCancelledAtTheWriteTimeout) {
   stop(server);
 }
 
-// Probes are answered while streams hold every worker: two unread streams block both workers in
-// their writes (for up to --write-timeout), yet /health, /live and /metrics answer at once on
-// the probe workers. A /v1/models request meanwhile waits for a worker (the setup does hold them).
-TEST_F(SlowClientTest, ProbesAreAnsweredWhileStreamsHoldEveryWorker) {
+// A stream holds no worker (stream_pump.h): with two HTTP workers, twenty unread streams (their
+// writes waiting for room) leave both free, so /v1/models, probes and a completion on the same
+// model answer at once. Before the pump each stream held a worker until it ended.
+TEST_F(SlowClientTest, StreamsHoldNoWorker) {
   const fs::path slow = *dir_ / "slow.gguf";
   ServerProcess server;
   ASSERT_TRUE(
       server.start({slow.string(), "--threads", "1", "--write-timeout", "30", "--http-threads", "2",
-                    "--kv-cache-mb", "64", "--send-buffer-kb", "16"}))
+                    "--max-seqs", "4", "--kv-cache-mb", "64", "--send-buffer-kb", "16"}))
       << server.log();
   const int port = server.port();
   ASSERT_TRUE(eventually([&] { return quick_completion(port).first == 200; }, 60));
   std::vector<int> streams;
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 20; ++i) {
     streams.push_back(open_unread_stream(port));
     ASSERT_GE(streams.back(), 0);
   }
-  ASSERT_TRUE(eventually([&] { return scrape(port, "shrike_requests_running") == 2; }, 10));
+  ASSERT_TRUE(eventually([&] { return scrape(port, "shrike_requests_running") == 4; }, 10));
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the buffers fill; writes wait
-  RawConnection models(port);
-  ASSERT_TRUE(models.send_all("GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"));
-  for (const char* path : {"/health", "/live", "/metrics"}) {
-    RawConnection probe(port);
+  for (const char* path : {"/v1/models", "/health", "/live", "/metrics"}) {
+    RawConnection c(port);
     const auto t0 = Clock::now();
-    ASSERT_TRUE(probe.send_all(std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\n\r\n"));
-    const std::string raw = probe.read_until("\r\n\r\n");
+    ASSERT_TRUE(c.send_all(std::string("GET ") + path + " HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const std::string raw = c.read_until("\r\n\r\n");
     EXPECT_EQ(raw_status(raw), 200) << path << ": " << raw;
     EXPECT_LT(since(t0), 1.0) << path << " waited for a worker";
   }
-  pollfd p{models.fd(), POLLIN, 0};
-  EXPECT_EQ(poll(&p, 1, 0), 0) << "a worker was free: the streams did not hold both";
+  EXPECT_EQ(scrape(port, "shrike_requests_running"), 4) << "the unread streams ended early";
   for (const int fd : streams) close(fd);
-  EXPECT_EQ(raw_status(models.read_until("\r\n\r\n")), 200);
+  // Closed streams are cancelled (the pump sees the hang-up), their blocks freed.
+  EXPECT_TRUE(eventually(
+      [&] {
+        return scrape(port, "shrike_requests_running") == 0 &&
+               scrape(port, "shrike_requests_waiting") == 0;
+      },
+      30))
+      << server.log();
+  stop(server);
+}
+
+// A connection goes back to keep-alive after its stream: the request pipelined behind a stream
+// (sent with it, in one write) is answered after the stream's last chunk, on the same connection,
+// and so is one sent after it; a stream on a "Connection: close" request ends its connection.
+TEST_F(SlowClientTest, StreamConnectionsAreKeptAlive) {
+  ServerProcess server;
+  start(server);
+  const int port = server.port();
+  const std::string body = R"({"prompt": "Once upon a time", "stream": true, "max_tokens": 5})";
+  const auto stream_request = [&](const std::string& extra) {
+    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + extra +
+           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  };
+  RawConnection c(port);
+  ASSERT_TRUE(c.send_all(stream_request("") + "GET /live HTTP/1.1\r\nHost: x\r\n\r\n"));
+  const std::string first = c.read_until("\"alive\"}");
+  EXPECT_EQ(raw_status(first), 200) << first;
+  const size_t end = first.find("data: [DONE]\n\n\r\n0\r\n\r\n");
+  ASSERT_NE(end, std::string::npos) << "no complete chunked stream: " << first;
+  EXPECT_EQ(raw_status(first.substr(first.find("HTTP/1.1", end))), 200) << first;
+  ASSERT_TRUE(c.send_all(stream_request("")));
+  const std::string second = c.read_until("0\r\n\r\n");
+  EXPECT_EQ(raw_status(second), 200) << second;
+  EXPECT_NE(second.find("data: [DONE]"), std::string::npos) << second;
+
+  RawConnection closing(port);
+  ASSERT_TRUE(closing.send_all(stream_request("Connection: close\r\n")));
+  const std::string last = closing.read_until("\x01");  // to the server's close
+  EXPECT_NE(last.find("data: [DONE]\n\n\r\n0\r\n\r\n"), std::string::npos) << last;
+  EXPECT_NE(last.find("Connection: close"), std::string::npos) << last;
   stop(server);
 }
 
