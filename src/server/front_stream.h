@@ -26,6 +26,9 @@ class FrontStream : public httplib::Stream {
   void get_remote_ip_and_port(std::string& ip, int& port) const override;
   void get_local_ip_and_port(std::string& ip, int& port) const override;
   socket_t socket() const override { return fd_; }
+  // From now on writes succeed without sending anything: the answer is sent by someone else
+  // (the stream pump, once the engine has finished it) and httplib's own is dropped.
+  void discard_writes() { discard_ = true; }
 
  private:
   bool wait_writable() const;
@@ -34,6 +37,7 @@ class FrontStream : public httplib::Stream {
   const std::string& buf_;
   size_t end_;
   size_t pos_ = 0;
+  bool discard_ = false;
   std::chrono::milliseconds write_timeout_;
 };
 

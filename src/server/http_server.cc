@@ -168,10 +168,92 @@ struct StreamJob : PumpedStream {
   }
 };
 
-// The stream a route handler wants the pump to write, set while a worker answers a request:
-// httplib writes the response head, then asks the content provider for the body, which takes
-// the job here and ends httplib's part of the answer.
-thread_local std::shared_ptr<StreamJob>* taken_stream = nullptr;
+// A non-streaming answer: the engine's events are collected, and once the last has come the
+// whole response (head and JSON body) is written by the stream pump, so a request waiting in a
+// model's queue or being generated holds no worker.
+struct WholeReply {
+  int status = 200;
+  std::string body;  // JSON
+};
+struct WholeJob : PumpedStream {
+  std::shared_ptr<ServedModel> model;  // kept while the request lasts
+  std::shared_ptr<engine::RequestStream> stream;
+  std::function<void(const engine::StreamEvent&)> on_event;     // every event, the last too
+  std::function<WholeReply(const engine::StreamEvent&)> reply;  // from the last event
+  std::function<void(int status)> count;                        // the request counters'
+  bool keep_alive = true;
+  int keep_alive_s = 5;
+  bool finished = false;
+  std::unique_ptr<InFlight> in_flight;
+  std::unique_ptr<ActiveStream> active;
+
+  ~WholeJob() override {
+    if (!finished) stream->cancel();
+  }
+  void listen(std::function<void()> wake) override { stream->set_listener(std::move(wake)); }
+  void abandon() override { stream->cancel(); }
+
+  bool poll(std::string& out) override {
+    engine::StreamEvent ev;
+    while (!finished && stream->next(ev, std::chrono::milliseconds(0))) {
+      on_event(ev);
+      if (!ev.finished) continue;
+      finished = true;
+      const WholeReply r = reply(ev);
+      count(r.status);
+      out +=
+          "HTTP/1.1 " + std::to_string(r.status) + " " + reason_phrase(r.status) +
+          "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(r.body.size()) +
+          "\r\n" +
+          (keep_alive ? "Keep-Alive: timeout=" + std::to_string(keep_alive_s) + ", max=1000\r\n"
+                      : std::string("Connection: close\r\n")) +
+          "\r\n" + r.body;
+    }
+    return finished;
+  }
+
+  static const char* reason_phrase(int status) {
+    switch (status) {
+      case 200:
+        return "OK";
+      case 400:
+        return "Bad Request";
+      case 422:
+        return "Unprocessable Entity";
+      case 500:
+        return "Internal Server Error";
+      case 503:
+        return "Service Unavailable";
+      default:
+        return "Status";
+    }
+  }
+};
+
+WholeReply whole_error(const ApiError& e) {
+  return {e.status, error_body(e)};
+}
+
+// What a worker's answer handed to the pump, set while httplib runs a route on the worker. A
+// stream: httplib writes the response head, then asks the content provider for the body, which
+// takes the job and ends httplib's part. A whole answer: the route takes the job and httplib's
+// own response is dropped (FrontStream::discard_writes).
+struct Answering {
+  FrontStream* strm = nullptr;
+  std::shared_ptr<PumpedStream> taken;
+  StreamPump::Framing framing = StreamPump::Framing::Chunked;
+  bool keep_alive = true;  // the request allows another on its connection
+};
+thread_local Answering* answering = nullptr;
+
+// Hands a whole answer to the pump; false (nothing taken) outside a worker's answer.
+bool take_whole(std::shared_ptr<WholeJob> job) {
+  if (!answering || answering->taken) return false;
+  answering->taken = std::move(job);
+  answering->framing = StreamPump::Framing::Whole;
+  answering->strm->discard_writes();
+  return true;
+}
 
 // Answers a submission the engine did not accept. An engine that drains while the server does
 // not belongs to a model being removed (admin DELETE between the request's lookup and its
@@ -194,9 +276,10 @@ void stream_reply(httplib::Response& res, std::shared_ptr<StreamJob> job) {
   res.set_chunked_content_provider(
       "text/event-stream",
       [job](size_t, httplib::DataSink&) {
-        if (taken_stream && !*taken_stream) {
+        if (answering && !answering->taken) {
           job->taken = true;
-          *taken_stream = job;
+          answering->taken = job;
+          answering->framing = StreamPump::Framing::Chunked;
         }
         return false;  // httplib writes nothing more: the pump has the connection
       },
@@ -309,18 +392,29 @@ struct HttpServer::Impl {
   // the bytes the front's framer delimited (the one authority on where a request ends).
   ConnectionFront::Outcome answer(int fd, std::string& buf, size_t request_bytes, bool last) {
     FrontStream strm(fd, buf, request_bytes, write_timeout());
-    std::shared_ptr<StreamJob> taken;
-    taken_stream = &taken;
+    Answering here;
+    here.strm = &strm;
+    answering = &here;
     bool closed = false;
     const bool ok = svr.answer(strm, last, closed);
-    taken_stream = nullptr;
+    answering = nullptr;
     buf.erase(0, request_bytes);
-    if (taken) {
-      pump.add(fd, std::move(taken), taken->keep_alive && !last, std::move(buf));
+    if (here.taken) {
+      const bool keep_alive = here.keep_alive && !last;
+      pump.add(fd, std::move(here.taken), here.framing, keep_alive, std::move(buf));
       return ConnectionFront::Outcome::Taken;
     }
     return ok && !closed && !last ? ConnectionFront::Outcome::Keep
                                   : ConnectionFront::Outcome::Close;
+  }
+
+  // After stop(): the cancelled requests' last events (a 503, a stream's end) go out if their
+  // clients read within a second; then whatever is left is cut and every thread joined.
+  void wind_down() {
+    for (int i = 0; i < 100 && pump.streams() > 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    pump.stop();
+    front.stop();
   }
 
   std::chrono::milliseconds write_timeout() const {
@@ -434,9 +528,20 @@ struct HttpServer::Impl {
   // The body within opt.max_body_bytes, or nullopt after answering 413 or 400.
   std::optional<std::string> read_body(httplib::Response& res,
                                        const httplib::ContentReader& reader);
-  // Not streaming: waits for the whole answer and sends it as one JSON body.
-  void blocking_reply(httplib::Response& res, engine::RequestStream& stream,
-                      const tokenizer::Tokenizer& tok, const ResponseMeta& meta);
+  // Not streaming: the pump writes the whole answer once the engine has finished it.
+  void hand_over(const httplib::Request& req, httplib::Response& res, std::shared_ptr<WholeJob> job,
+                 std::unique_ptr<InFlight> in_flight_guard,
+                 std::unique_ptr<ActiveStream> active_guard);
+  // Whether the connection may carry another request after this one (HTTP/1.1, no close).
+  static void note_keep_alive(const httplib::Request& req) {
+    if (answering)
+      answering->keep_alive =
+          req.version == "HTTP/1.1" && req.get_header_value("Connection") != "close";
+  }
+  void count_request(const std::string& label, int status) {
+    std::lock_guard<std::mutex> lock(counts_mu);
+    ++counts[{label, status}];
+  }
   void list_models(const httplib::Request& req, httplib::Response& res);
   // A route of a layer above (model_hooks.h, HttpServer::add_route).
   void model_route(const httplib::Request& req, httplib::Response& res,
@@ -556,8 +661,9 @@ void HttpServer::Impl::install_routes() {
         send_error(res, server_error("internal error: " + what));
       });
   svr.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
-    std::lock_guard<std::mutex> lock(counts_mu);
-    ++counts[{route_label(req.path, added_routes), res.status}];
+    // A whole answer handed to the pump is counted when it is written, with its real status.
+    if (answering && answering->taken && answering->framing == StreamPump::Framing::Whole) return;
+    count_request(route_label(req.path, added_routes), res.status);
   });
 }
 
@@ -731,6 +837,7 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
     return send_refusal(res, sub, draining.load(), model->name());
 
   auto active_guard = std::make_unique<ActiveStream>(active_mu, active, sub.stream);
+  note_keep_alive(req);
   ResponseMeta meta;
   meta.endpoint = ep;
   meta.id = new_id(ep);
@@ -747,37 +854,46 @@ void HttpServer::Impl::generate(const httplib::Request& req, httplib::Response& 
     job->include_usage = p.include_usage;
     job->in_flight = std::move(in_flight_guard);
     job->active = std::move(active_guard);
-    job->keep_alive = req.version == "HTTP/1.1" && req.get_header_value("Connection") != "close";
     return stream_reply(res, std::move(job));
   }
-  blocking_reply(res, *sub.stream, tok, meta);
+  // Not streaming: the whole answer once the engine has finished.
+  struct Collected {
+    std::string text;
+    std::vector<LogprobEntry> logprobs;
+    int64_t text_offset = 0;
+  };
+  auto got = std::make_shared<Collected>();
+  auto job = std::make_shared<WholeJob>();
+  job->model = model;
+  job->stream = sub.stream;
+  job->on_event = [got, tok = &tok, logprobs = meta.logprobs](const engine::StreamEvent& ev) {
+    got->text += ev.text;
+    if (logprobs) append_logprobs(*tok, ev, got->text_offset, got->logprobs);
+  };
+  job->reply = [got, meta](const engine::StreamEvent& ev) -> WholeReply {
+    if (ev.finish_reason == engine::FinishReason::Error)
+      return whole_error(server_error("Generation failed: " + ev.error));
+    if (ev.finish_reason == engine::FinishReason::Cancelled)
+      return whole_error(unavailable("The request was cancelled: the server is shutting down."));
+    return {200, dump_json(completion_response(meta, got->text, ev.finish_reason, got->logprobs,
+                                               usage_of(ev)))};
+  };
+  hand_over(req, res, std::move(job), std::move(in_flight_guard), std::move(active_guard));
 }
 
-void HttpServer::Impl::blocking_reply(httplib::Response& res, engine::RequestStream& stream,
-                                      const tokenizer::Tokenizer& tok, const ResponseMeta& meta) {
-  // httplib cannot tell that such a client left; its request runs to the end (or its deadline).
-  std::string text;
-  std::vector<LogprobEntry> logprobs;
-  int64_t text_offset = 0;
-  engine::StreamEvent ev;
-  int waits_while_stopping = 0;
-  while (true) {
-    if (!stream.next(ev, std::chrono::milliseconds(1000))) {
-      // stop() cancelled the request; should the engine not answer, do not hold the worker
-      // (and with it serve()) for ever.
-      if (stop_requested.load() && ++waits_while_stopping >= 5)
-        return send_error(res, unavailable("The server is shutting down."));
-      continue;
-    }
-    text += ev.text;
-    if (meta.logprobs) append_logprobs(tok, ev, text_offset, logprobs);
-    if (ev.finished) break;
+void HttpServer::Impl::hand_over(const httplib::Request& req, httplib::Response& res,
+                                 std::shared_ptr<WholeJob> job,
+                                 std::unique_ptr<InFlight> in_flight_guard,
+                                 std::unique_ptr<ActiveStream> active_guard) {
+  job->in_flight = std::move(in_flight_guard);
+  job->active = std::move(active_guard);
+  job->keep_alive_s = int(std::ceil(opt.keep_alive_timeout_s));
+  const std::string label = route_label(req.path, added_routes);
+  job->count = [this, label](int status) { count_request(label, status); };
+  if (!take_whole(job)) {
+    job->stream->cancel();
+    send_error(res, server_error("internal error: no connection to answer on"));
   }
-  if (ev.finish_reason == engine::FinishReason::Error)
-    return send_error(res, server_error("Generation failed: " + ev.error));
-  if (ev.finish_reason == engine::FinishReason::Cancelled)
-    return send_error(res, unavailable("The request was cancelled: the server is shutting down."));
-  send_json(res, 200, completion_response(meta, text, ev.finish_reason, logprobs, usage_of(ev)));
 }
 
 int HttpServer::bind() {
@@ -803,8 +919,7 @@ void HttpServer::serve() {
   m.serving.store(true);
   if (!m.stop_requested.load()) m.svr.listen_after_bind();
   m.serving.store(false);
-  m.pump.stop();
-  m.front.stop();
+  m.wind_down();
 }
 
 void HttpServer::add_model(std::unique_ptr<ModelInstance> model) {
@@ -865,29 +980,35 @@ void HttpServer::Impl::model_route(const httplib::Request& req, httplib::Respons
   engine::SubmitResult sub = eng->submit(std::move(std::get<engine::GenerationRequest>(request)));
   if (sub.status != engine::SubmitStatus::Accepted)
     return send_refusal(res, sub, draining.load(), model->name());
-  ActiveStream active_guard(active_mu, active, sub.stream);
-  std::string answer;
-  engine::StreamEvent ev;
-  double first_ms = -1;
-  const auto ms = [&] {
+  auto active_guard = std::make_unique<ActiveStream>(active_mu, active, sub.stream);
+  note_keep_alive(req);
+  struct Collected {
+    std::string answer;
+    double first_ms = -1;
+  };
+  const auto ms = [t0] {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   };
-  for (int waits = 0; !ev.finished;) {
-    if (!sub.stream->next(ev, std::chrono::milliseconds(1000))) {
-      if (stop_requested.load() && ++waits >= 5)
-        return send_error(res, unavailable("The server is shutting down."));
-      continue;
-    }
-    if (first_ms < 0 && !ev.tokens.empty()) first_ms = ms();
-    answer += ev.text;
-  }
-  if (ev.finish_reason == engine::FinishReason::Error)
-    return send_error(res, server_error("Generation failed: " + ev.error));
-  if (ev.finish_reason == engine::FinishReason::Cancelled)
-    return send_error(res, unavailable("The request was cancelled: the server is shutting down."));
-  auto reply = route.reply(*model, answer, ev, ms(), first_ms < 0 ? ms() : first_ms);
-  if (const auto* e = std::get_if<ApiError>(&reply)) return send_error(res, *e);
-  send_json(res, 200, std::get<nlohmann::json>(reply));
+  auto got = std::make_shared<Collected>();
+  auto job = std::make_shared<WholeJob>();
+  job->model = model;
+  job->stream = sub.stream;
+  job->on_event = [got, ms](const engine::StreamEvent& ev) {
+    if (got->first_ms < 0 && !ev.tokens.empty()) got->first_ms = ms();
+    got->answer += ev.text;
+  };
+  job->reply = [got, ms, &route, model](const engine::StreamEvent& ev) -> WholeReply {
+    if (ev.finish_reason == engine::FinishReason::Error)
+      return whole_error(server_error("Generation failed: " + ev.error));
+    if (ev.finish_reason == engine::FinishReason::Cancelled)
+      return whole_error(unavailable("The request was cancelled: the server is shutting down."));
+    const double total = ms();
+    auto reply =
+        route.reply(*model, got->answer, ev, total, got->first_ms < 0 ? total : got->first_ms);
+    if (const auto* e = std::get_if<ApiError>(&reply)) return whole_error(*e);
+    return {200, dump_json(std::get<nlohmann::json>(reply))};
+  };
+  hand_over(req, res, std::move(job), std::move(in_flight_guard), std::move(active_guard));
 }
 
 void HttpServer::begin_drain() {
@@ -915,8 +1036,7 @@ void HttpServer::stop() {
   for (int i = 0; i < 2000 && m.serving.load() && !m.svr.is_running(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   m.svr.stop();
-  m.pump.stop();
-  m.front.stop();
+  m.wind_down();
   m.stopped = true;
 }
 

@@ -57,6 +57,7 @@ struct StreamPump::Entry {
   uint64_t id = 0;
   int fd = -1;
   std::shared_ptr<PumpedStream> stream;
+  Framing framing = Framing::Chunked;
   bool keep_alive = false;
   std::string pending;  // the client's next request(s), already read by the front
   std::string out;      // framed bytes not yet written
@@ -106,12 +107,12 @@ void StreamPump::stop() {
   stopped_ = true;
 }
 
-void StreamPump::add(int fd, std::shared_ptr<PumpedStream> stream, bool keep_alive,
+void StreamPump::add(int fd, std::shared_ptr<PumpedStream> stream, Framing framing, bool keep_alive,
                      std::string pending) {
   {
     std::lock_guard<std::mutex> lock(add_mu_);
     if (!stopping_.load()) {
-      added_.push_back({fd, std::move(stream), keep_alive, std::move(pending)});
+      added_.push_back({fd, std::move(stream), framing, keep_alive, std::move(pending)});
       count_.fetch_add(1);
       wakeups_->ring();
       return;
@@ -162,6 +163,7 @@ void StreamPump::take_added() {
     e->id = next_id_++;
     e->fd = a.fd;
     e->stream = std::move(a.stream);
+    e->framing = a.framing;
     e->keep_alive = a.keep_alive;
     e->pending = std::move(a.pending);
     e->last_write = now;
@@ -194,9 +196,15 @@ void StreamPump::poll_stream(Entry& e) {
   if (e.body_done) return;
   std::string body;
   const bool done = e.stream->poll(body);
-  if (!body.empty()) append_chunk(e.out, body);
+  const bool chunked = e.framing == Framing::Chunked;
+  if (!body.empty()) {
+    if (chunked)
+      append_chunk(e.out, body);
+    else
+      e.out += body;
+  }
   if (done) {
-    e.out += "0\r\n\r\n";
+    if (chunked) e.out += "0\r\n\r\n";
     e.body_done = true;
   }
   if (!body.empty() || done) flush(e);
@@ -245,7 +253,8 @@ void StreamPump::sweep() {
   for (auto& [id, e] : entries_) {
     if (e->waiting_room && now - e->stuck_since >= limits_.write_timeout)
       stuck.push_back(e.get());
-    else if (e->out.empty() && !e->body_done && now - e->last_write >= limits_.keep_alive_every)
+    else if (e->framing == Framing::Chunked && e->out.empty() && !e->body_done &&
+             now - e->last_write >= limits_.keep_alive_every)
       silent.push_back(e.get());
   }
   for (Entry* e : stuck) abandon(*e);

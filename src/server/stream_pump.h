@@ -5,6 +5,8 @@
 // as HTTP chunks and writes what the socket takes, waiting for room with EPOLLOUT instead of a
 // blocked write. A client that closes, or stops reading for write_timeout, ends its request.
 // When a stream ends its connection goes back to the front for the next keep-alive request.
+// A non-streaming answer is written here too (Framing::Whole), once the engine has finished it,
+// so a request waiting in a model's queue holds no thread either.
 #pragma once
 
 #include <atomic>
@@ -57,9 +59,15 @@ class StreamPump {
 
   // Starts the thread. Throws std::runtime_error when it cannot.
   void start();
-  // Takes `fd` (non-blocking; the response head already written) and writes `stream`'s body as
-  // HTTP/1.1 chunks. From any thread. After stop(), the stream is abandoned and `fd` released.
-  void add(int fd, std::shared_ptr<PumpedStream> stream, bool keep_alive, std::string pending);
+  // How a stream's bytes go out.
+  enum class Framing {
+    Chunked,  // the response head is written: the bytes are the body, sent as HTTP/1.1 chunks
+    Whole,    // the bytes are the whole response, head included, sent as they are
+  };
+  // Takes `fd` (non-blocking) and writes `stream`'s bytes. From any thread. After stop(), the
+  // stream is abandoned and `fd` released.
+  void add(int fd, std::shared_ptr<PumpedStream> stream, Framing framing, bool keep_alive,
+           std::string pending);
   // Abandons every stream, releases its connection and joins the thread. Idempotent.
   void stop();
   // Streams being written now.
@@ -71,6 +79,7 @@ class StreamPump {
   struct Added {
     int fd;
     std::shared_ptr<PumpedStream> stream;
+    Framing framing;
     bool keep_alive;
     std::string pending;
   };
