@@ -7,7 +7,11 @@ namespace shrike::engine {
 bool RequestStream::next(StreamEvent& out, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   if (consumed_done_) return false;
-  if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return false;
+  // No wait asked: no condition-variable wait either, which even with an expired deadline is a
+  // futex call that can give up the CPU (an event loop polling many streams would crawl).
+  if (timeout.count() <= 0 ? events_.empty()
+                           : !cv_.wait_for(lock, timeout, [&] { return !events_.empty(); }))
+    return false;
   out = std::move(events_.front());
   events_.pop_front();
   if (out.finished) consumed_done_ = true;

@@ -66,7 +66,7 @@ struct StreamEvent {
 class RequestStream {
  public:
   // Waits up to `timeout` for the next event; false on timeout. After the finished event has been
-  // returned, returns false at once.
+  // returned, returns false at once. A zero timeout never blocks (an event loop's poll).
   bool next(StreamEvent& out, std::chrono::milliseconds timeout);
   // Called (on the engine's thread, outside the stream's lock) after each event is pushed, so an
   // event loop can read many streams without a thread waiting on each. It is also called once
