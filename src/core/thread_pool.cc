@@ -25,11 +25,14 @@ inline void cpu_relax() {
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+  helpers_.store(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker(i); });
 }
 
 ThreadPool::~ThreadPool() {
   stop_.store(true);
+  helpers_.store(n_threads_);  // wakes the sleeping workers, which then see stop_
+  helpers_.notify_all();
   generation_.store(++jobs_, std::memory_order_release);
   generation_.notify_all();
   for (auto& t : workers_) t.join();
@@ -83,9 +86,18 @@ void ThreadPool::run_erased(Erased fn, void* ctx) {
   }
 }
 
-void ThreadPool::worker(int) {
+void ThreadPool::set_helpers(int helpers) {
+  helpers_.store(std::clamp(helpers, 0, n_threads_ - 1), std::memory_order_release);
+  helpers_.notify_all();
+}
+
+void ThreadPool::worker(int index) {
   uint64_t seen = 0;
   for (;;) {
+    // Asleep while the pool runs without this worker (set_helpers); its slots are claimed by the
+    // threads that take part, so nothing waits for it.
+    for (int h; index > (h = helpers_.load(std::memory_order_acquire)) && !stop_.load();)
+      helpers_.wait(h, std::memory_order_acquire);
     uint64_t g;
     int spins = 0;
     while ((g = generation_.load(std::memory_order_acquire)) == seen) {
@@ -99,6 +111,7 @@ void ThreadPool::worker(int) {
     }
     seen = g;
     if (stop_.load()) return;
+    if (index > helpers_.load(std::memory_order_acquire)) continue;
     run_slots(g);  // nothing left to claim when the caller (or another worker) was faster
   }
 }

@@ -23,6 +23,12 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
+  // How many workers (besides the caller) take part in run() from now on, 0 .. size() - 1; the
+  // others sleep, and their slots are run by the threads that take part. A pool shares its
+  // machine with another thread doing latency-bound work (a light model's engine step) this way
+  // instead of spinning against it. From any thread.
+  void set_helpers(int helpers);
+
   // Calls fn(i, n_threads) once for every i in [0, n_threads), in parallel, and returns when all
   // calls have returned. Each i is run by one thread, usually i by the i-th (the caller takes
   // part), but a thread that is slow to start (its core busy elsewhere) has its i run by another:
@@ -62,6 +68,7 @@ class ThreadPool {
   alignas(64) std::atomic<uint64_t> ticket_{0};      // job (low 32 bits) << 32 | next slot
   alignas(64) std::atomic<int> pending_{0};          // slots of the job not finished
   std::atomic<bool> stop_{false};
+  std::atomic<int> helpers_{0};  // workers 1 .. helpers_ take part in run()
 };
 
 // Threads to use when the user does not say: the number of physical cores.

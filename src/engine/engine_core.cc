@@ -77,7 +77,11 @@ void EngineCore::run() {
       wait_until_runnable(now);
       continue;
     }
-    if (execute(plan, now)) update(plan);
+    {
+      std::optional<SharedCompute::Solo> solo;
+      if (step_pool_ == &solo_) solo.emplace(*compute_);
+      if (execute(plan, now)) update(plan);
+    }
     turn.reset();
     publish();
   }

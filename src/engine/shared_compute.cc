@@ -28,6 +28,18 @@ SharedCompute::Turn::~Turn() {
   c_.cv_.notify_all();
 }
 
+SharedCompute::Solo::Solo(SharedCompute& c) : c_(c) {
+  std::lock_guard lock(c_.mu_);
+  ++c_.solos_;
+  c_.pool_.set_helpers(c_.pool_.size() - 1 - c_.solos_);
+}
+
+SharedCompute::Solo::~Solo() {
+  std::lock_guard lock(c_.mu_);
+  --c_.solos_;
+  c_.pool_.set_helpers(c_.pool_.size() - 1 - c_.solos_);
+}
+
 int64_t SharedCompute::waited_turns() const {
   std::lock_guard lock(mu_);
   return waited_;

@@ -37,6 +37,20 @@ class SharedCompute {
     bool held_ = true;
   };
 
+  // A step an engine computes on its own thread while another holds the pool (a light model
+  // during a busy one's burst): the pool sets one of its workers aside meanwhile, so the light
+  // step has a core rather than sharing one with a spinning worker.
+  class Solo {
+   public:
+    explicit Solo(SharedCompute& c);
+    ~Solo();
+    Solo(const Solo&) = delete;
+    Solo& operator=(const Solo&) = delete;
+
+   private:
+    SharedCompute& c_;
+  };
+
   // Turns taken by a step that had to wait for another engine's step (contention, for tests
   // and the log).
   int64_t waited_turns() const;
@@ -47,6 +61,7 @@ class SharedCompute {
   std::condition_variable cv_;
   uint64_t next_ticket_ = 0, serving_ = 0;
   int64_t waited_ = 0;
+  int solos_ = 0;  // Solo steps running now
 };
 
 }  // namespace shrike::engine

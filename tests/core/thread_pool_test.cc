@@ -1,9 +1,11 @@
+#include "core/thread_pool.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
-
-#include "core/thread_pool.h"
 
 namespace shrike {
 namespace {
@@ -59,6 +61,44 @@ TEST(ThreadPool, EverySlotRunsOnceWhenThreadsOutnumberCores) {
     for (auto& c : calls) ASSERT_EQ(c.exchange(0), 1) << "job " << job;
     ASSERT_EQ(slot_sum.exchange(0), int64_t(job) * 1200 + 66) << "job " << job;
   }
+}
+
+void spin_for(std::chrono::microseconds d) {
+  const auto until = std::chrono::steady_clock::now() + d;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+// set_helpers: with no helpers every slot runs on the calling thread (the workers sleep, none
+// claims a slot) and each still runs once; with the helpers back, the workers take part again.
+TEST(ThreadPool, SetHelpersSetsWorkersAside) {
+  ThreadPool pool(3);
+  pool.set_helpers(0);
+  const auto caller = std::this_thread::get_id();
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::thread::id> ran(3);
+    std::atomic<int> calls{0};
+    pool.run([&](int i, int n) {
+      ASSERT_EQ(n, 3);
+      ran[size_t(i)] = std::this_thread::get_id();
+      calls.fetch_add(1);
+      spin_for(std::chrono::microseconds(100));  // time for an awake worker to claim a slot
+    });
+    ASSERT_EQ(calls.load(), 3);
+    for (const auto& id : ran) ASSERT_EQ(id, caller) << "a set-aside worker ran a slot";
+  }
+  pool.set_helpers(2);
+  bool helped = false;
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!helped && std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)) {
+    std::atomic<bool> other{false};
+    pool.run([&](int, int) {
+      if (std::this_thread::get_id() != caller) other.store(true);
+      spin_for(std::chrono::microseconds(200));  // a woken worker claims a slot meanwhile
+    });
+    helped = other.load();
+  }
+  EXPECT_TRUE(helped) << "no worker took part after set_helpers(2)";
 }
 
 }  // namespace
