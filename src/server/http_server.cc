@@ -243,6 +243,7 @@ struct Answering {
   std::shared_ptr<PumpedStream> taken;
   StreamPump::Framing framing = StreamPump::Framing::Chunked;
   bool keep_alive = true;  // the request allows another on its connection
+  bool last = false;       // the connection's last request (the keep-alive count is reached)
 };
 thread_local Answering* answering = nullptr;
 
@@ -394,6 +395,7 @@ struct HttpServer::Impl {
     FrontStream strm(fd, buf, request_bytes, write_timeout());
     Answering here;
     here.strm = &strm;
+    here.last = last;
     answering = &here;
     bool closed = false;
     const bool ok = svr.answer(strm, last, closed);
@@ -890,6 +892,7 @@ void HttpServer::Impl::hand_over(const httplib::Request& req, httplib::Response&
   job->keep_alive_s = int(std::ceil(opt.keep_alive_timeout_s));
   const std::string label = route_label(req.path, added_routes);
   job->count = [this, label](int status) { count_request(label, status); };
+  if (answering) job->keep_alive = answering->keep_alive && !answering->last;
   if (!take_whole(job)) {
     job->stream->cancel();
     send_error(res, server_error("internal error: no connection to answer on"));

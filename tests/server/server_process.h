@@ -175,6 +175,12 @@ class RawConnection {
     }
     return out;
   }
+  // What one read returns (empty: the peer closed, or the read timed out).
+  std::string read_some() {
+    char buf[4096];
+    const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    return n > 0 ? std::string(buf, size_t(n)) : std::string();
+  }
   void close_now() {
     if (fd_ >= 0) close(fd_);
     fd_ = -1;

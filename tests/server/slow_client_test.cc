@@ -324,6 +324,43 @@ TEST_F(SlowClientTest, KeepAliveAndIdleTimeout) {
   stop(server);
 }
 
+// One response with a Content-Length body from `conn`: head and body; empty when none came.
+std::string read_sized_response(RawConnection& conn) {
+  std::string r = conn.read_until("\r\n\r\n");
+  const size_t head_end = r.find("\r\n\r\n");
+  const size_t cl = r.find("Content-Length: ");
+  if (head_end == std::string::npos || cl == std::string::npos) return r;
+  const size_t need = head_end + 4 + size_t(std::atoll(r.c_str() + cl + 16));
+  while (r.size() < need) {
+    const std::string more = conn.read_some();
+    if (more.empty()) break;
+    r += more;
+  }
+  return r;
+}
+
+// Answers the engine finished (not streamed) keep their connection alive until its keep-alive
+// count: the 1,000th says "Connection: close" and the server closes after it, so a client
+// never sends a request into a connection the server is closing (reset, lost request).
+TEST_F(SlowClientTest, WholeAnswersCloseAtTheKeepAliveLimit) {
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(start(server));
+  RawConnection conn(server.port());
+  const std::string body = R"({"prompt": "Once upon a time", "max_tokens": 1})";
+  const std::string request =
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\n\r\n" + body;
+  for (int i = 1; i <= 1000; ++i) {
+    ASSERT_TRUE(conn.send_all(request)) << "request " << i;
+    const std::string r = read_sized_response(conn);
+    ASSERT_EQ(raw_status(r), 200) << "request " << i << ": " << r;
+    const bool closes = r.find("\r\nConnection: close\r\n") != std::string::npos;
+    ASSERT_EQ(closes, i == 1000) << "request " << i << ": " << r;
+  }
+  EXPECT_TRUE(conn.read_until("never").empty()) << "the connection stayed open";
+  stop(server);
+}
+
 // Raises this process's open-file limit so it can hold `n` connections; the number it can hold.
 size_t allow_open_files(size_t n) {
   rlimit r{};
