@@ -370,11 +370,10 @@ int run_serve(ServeArgs a) {
   a.server.send_buffer_bytes = size_t(a.send_buffer_kb * 1024);
   fit_connections_to_fd_limit(a.server, a.max_connections_given);
   a.server.vllm_metrics = a.metrics_compat == "vllm";
-  // Each model may hold max-seqs streams, each holding a worker: a burst on one model must not
-  // leave another model's requests queued for a worker.
-  if (a.server.http_threads <= 0)
-    a.server.http_threads =
-        int(std::max<int64_t>(64, int64_t(specs.size()) * (a.engine.scheduler.max_seqs + 32)));
+  // A worker parses, tokenizes and submits a request, then the stream pump has it (a stream or
+  // a whole answer holds no worker while it waits or generates), so the count does not grow with
+  // the models or their batches.
+  if (a.server.http_threads <= 0) a.server.http_threads = 64;
   a.engine.scheduler.mode =
       a.batching == "static" ? engine::BatchingMode::Static : engine::BatchingMode::Continuous;
   a.engine.scheduler.prefix_caching = !a.no_prefix_cache;
@@ -555,8 +554,8 @@ Runner add_serve(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--http-threads", a->server.http_threads,
-                 "HTTP worker threads answering complete requests; a stream holds one (default: "
-                 "max(64, models x (max-seqs + 32)))")
+                 "HTTP worker threads parsing and submitting complete requests (default: 64; "
+                 "streams and answers being generated hold none)")
       ->check(CLI::NonNegativeNumber);
   // Slow and hostile clients: docs/SECURITY.md, "Limits of shrike serve".
   app.add_option("--header-timeout", a->server.header_timeout_s,

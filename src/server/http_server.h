@@ -2,9 +2,11 @@
 // API-key checks, body limits, request counting for /metrics, and the drain that SIGTERM starts.
 // httplib accepts connections and parses requests, but connections are held by the connection
 // front (connection_front.h) until a request is complete; then a worker thread parses it with
-// httplib, tokenizes it, submits it to the engine of the model it names (model_registry.h) and
-// relays the engine's events to the client (a streaming request holds its worker until done). With
-// an admin key, /admin/models adds and removes models while serving.
+// httplib, tokenizes it and submits it to the engine of the model it names (model_registry.h).
+// From there the stream pump (stream_pump.h) has the connection: it writes a stream's events as
+// they come, or a whole answer once the engine has finished it, from one event-loop thread, so no
+// request holds a thread while it waits in a model's queue or is generated. With an admin key,
+// /admin/models adds and removes models while serving.
 #pragma once
 
 #include <cstddef>
@@ -36,9 +38,9 @@ struct ServerOptions {
   double remove_drain_s = 30;
   size_t max_body_bytes = size_t(8) << 20;
   double request_timeout_s = 0;  // deadline of requests that set no "timeout"; 0: none
-  // Workers answering complete requests (a streaming request holds one until it ends); clients
-  // still sending, and idle keep-alive connections, hold none (connection_front.h). 0: 64
-  // (`shrike serve` derives max(64, models x (max-seqs + 32)) instead).
+  // Workers parsing and submitting complete requests; clients still sending, idle keep-alive
+  // connections, streams and answers being generated hold none (connection_front.h,
+  // stream_pump.h). 0: 64.
   int http_threads = 0;
   // Slow and hostile clients (connection_front.h, request_framer.h): whole-request deadlines,
   // head limits, open connections, and how long a write may wait for a client to read.

@@ -545,6 +545,60 @@ TEST_F(SlowClientTest, StreamsHoldNoWorker) {
   stop(server);
 }
 
+// Two models, two HTTP workers: a burst on one (40 streams whose client never reads, then 40
+// non-streaming requests it never reads either, all waiting in that model's queue or running)
+// holds no worker, so the other model and /v1/models answer at once (issue 31: with two models,
+// requests to the idle one waited 4-5.6 s while 64 streams ran on the other).
+TEST_F(SlowClientTest, ABurstOnOneModelDoesNotDelayAnother) {
+  ServerProcess server;
+  ASSERT_TRUE(server.start({"busy=" + (*dir_ / "slow.gguf").string(),
+                            "idle=" + (*dir_ / "tiny.gguf").string(), "--threads", "1",
+                            "--write-timeout", "30", "--http-threads", "2", "--max-seqs", "4",
+                            "--kv-memory", "128", "--send-buffer-kb", "16"}))
+      << server.log();
+  const int port = server.port();
+  const auto idle_completion = [&] {
+    const auto t0 = Clock::now();
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(20, 0);
+    const auto r = c.Post("/v1/completions",
+                          R"({"model": "idle", "prompt": "Once upon a time", "max_tokens": 4})",
+                          "application/json");
+    return std::pair<int, double>{r ? r->status : 0, since(t0)};
+  };
+  ASSERT_TRUE(eventually([&] { return idle_completion().first == 200; }, 60)) << server.log();
+  std::vector<std::unique_ptr<RawConnection>> burst;
+  for (const bool stream : {true, false})
+    for (int i = 0; i < 40; ++i) {
+      const std::string body = std::string(R"({"model": "busy", "prompt": "Once upon a time",)") +
+                               R"( "ignore_eos": true, "max_tokens": 3000, "stream": )" +
+                               (stream ? "true" : "false") + "}";
+      burst.push_back(std::make_unique<RawConnection>(port));
+      ASSERT_TRUE(
+          burst.back()->send_all("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                                 std::to_string(body.size()) + "\r\n\r\n" + body));
+    }
+  ASSERT_TRUE(eventually(
+      [&] {
+        return scrape(port, R"(shrike_requests_running{model="busy"})") == 4 &&
+               scrape(port, R"(shrike_requests_waiting{model="busy"})") == 76;
+      },
+      20))
+      << "the burst is not all in the busy model's engine";
+  for (int i = 0; i < 5; ++i) {
+    const auto [status, seconds] = idle_completion();
+    EXPECT_EQ(status, 200);
+    EXPECT_LT(seconds, 2.0) << "the idle model waited behind the busy one's burst";
+  }
+  RawConnection models(port);
+  ASSERT_TRUE(models.send_all("GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_EQ(raw_status(models.read_until("\r\n\r\n")), 200);
+  burst.clear();  // the clients go: their requests are cancelled
+  EXPECT_TRUE(eventually(
+      [&] { return scrape(port, R"(shrike_requests_running{model="busy"})") == 0; }, 30));
+  stop(server);
+}
+
 // A connection goes back to keep-alive after its stream: the request pipelined behind a stream
 // (sent with it, in one write) is answered after the stream's last chunk, on the same connection,
 // and so is one sent after it; a stream on a "Connection: close" request ends its connection.
