@@ -38,8 +38,9 @@ struct FrontLimits {
   size_t send_buffer_bytes = 0;
   int workers = 64;  // threads answering complete requests
   // GET requests for these paths (probes: readiness, liveness, metrics) are answered by threads
-  // of their own, so a load balancer's health check never waits behind requests that hold every
-  // worker (streams do, for as long as they stream).
+  // of their own, so a load balancer's health check never waits behind a burst of requests
+  // being parsed and submitted (streams and answers being generated hold no worker:
+  // stream_pump.h).
   std::vector<std::string> probe_paths;
   int probe_workers = 2;
 };
