@@ -3,6 +3,7 @@
 #include "train/trainer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -103,8 +104,13 @@ void expect_deterministic_and_resumable(const TrainOptions& opt) {
 
   // The same 4-epoch run, stopped (as by a crash) right after the checkpoint of epoch 2, then
   // resumed from the file.
+  // One file per test and process: ctest runs this binary's tests in parallel processes, and
+  // two of them sharing a path had one rewrite the checkpoint the other had mapped (SIGBUS).
   const std::string ckpt =
-      (std::filesystem::temp_directory_path() / "shrike_trainer_test.ckpt.gguf").string();
+      (std::filesystem::temp_directory_path() /
+       ("shrike_trainer_test_" + std::to_string(getpid()) + "_" +
+        ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".ckpt.gguf"))
+          .string();
   auto first = fresh_model();
   OptimizerState s3;
   TrainOptions interrupted = opt;
