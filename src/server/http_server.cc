@@ -118,29 +118,31 @@ Usage usage_of(const engine::StreamEvent& ev) {
           ev.speculative,   ev.spec_proposed,     ev.spec_accepted};
 }
 
-// One streaming response: owns the engine stream and ends the request if the response goes away
-// before the engine finished it (client gone, write failed, server stopping). Its body is
-// written by the stream pump (stream_pump.h) from the engine's events, so it holds no thread.
-struct StreamJob : PumpedStream {
-  std::shared_ptr<ServedModel> model;  // kept while the stream lasts
+// A submitted request whose response the stream pump writes (stream_pump.h): it keeps the model,
+// the engine stream and the drain's counters while it lasts, and ends the request if the
+// response goes away before the engine finished it (client gone, write failed, server stopping).
+struct EngineJob : PumpedStream {
+  std::shared_ptr<ServedModel> model;
   std::shared_ptr<engine::RequestStream> stream;
+  std::unique_ptr<InFlight> in_flight;
+  std::unique_ptr<ActiveStream> active;
+  bool finished = false;  // the engine's last event was read
+
+  ~EngineJob() override {
+    if (!finished) stream->cancel();
+  }
+  void listen(std::function<void()> wake) override { stream->set_listener(std::move(wake)); }
+  void abandon() override { stream->cancel(); }
+};
+
+// One streaming response: the engine's events as server-sent events, as they come.
+struct StreamJob : EngineJob {
   const tokenizer::Tokenizer* tok = nullptr;
   ResponseMeta meta;
   bool include_usage = false;
-  bool keep_alive = true;  // the request allows another on its connection
   bool first = true;
-  bool finished = false;
   bool taken = false;  // handed to the pump
   int64_t text_offset = 0;
-  std::unique_ptr<InFlight> in_flight;
-  std::unique_ptr<ActiveStream> active;
-
-  ~StreamJob() override {
-    if (!finished) stream->cancel();
-  }
-
-  void listen(std::function<void()> wake) override { stream->set_listener(std::move(wake)); }
-  void abandon() override { stream->cancel(); }
 
   bool poll(std::string& out) override {
     engine::StreamEvent ev;
@@ -175,23 +177,12 @@ struct WholeReply {
   int status = 200;
   std::string body;  // JSON
 };
-struct WholeJob : PumpedStream {
-  std::shared_ptr<ServedModel> model;  // kept while the request lasts
-  std::shared_ptr<engine::RequestStream> stream;
+struct WholeJob : EngineJob {
   std::function<void(const engine::StreamEvent&)> on_event;     // every event, the last too
   std::function<WholeReply(const engine::StreamEvent&)> reply;  // from the last event
   std::function<void(int status)> count;                        // the request counters'
   bool keep_alive = true;
   int keep_alive_s = 5;
-  bool finished = false;
-  std::unique_ptr<InFlight> in_flight;
-  std::unique_ptr<ActiveStream> active;
-
-  ~WholeJob() override {
-    if (!finished) stream->cancel();
-  }
-  void listen(std::function<void()> wake) override { stream->set_listener(std::move(wake)); }
-  void abandon() override { stream->cancel(); }
 
   bool poll(std::string& out) override {
     engine::StreamEvent ev;
