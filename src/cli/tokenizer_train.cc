@@ -1,7 +1,8 @@
-// `shrike tokenizer train`: a SentencePiece-style BPE vocabulary learned from intent/slot JSONL
-// datasets, written as a GGUF holding only the tokenizer keys (training copies it into models).
-// It learns from each example's text and, so that the answers a model writes stay short, from
-// its intent name and slot names, quoted as they appear in the JSON answer ("order_status").
+// `shrike tokenizer train`: a SentencePiece-style BPE vocabulary (or with --byte-level, a
+// byte-level BPE one as Qwen2 and Llama-3 ship) learned from intent/slot JSONL datasets, written as
+// a GGUF holding only the tokenizer keys (training copies it into models). It learns from each
+// example's text and, so that the answers a model writes stay short, from its intent name and slot
+// names, quoted as they appear in the JSON answer ("order_status").
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -14,6 +15,7 @@
 #include "data/example.h"
 #include "task/task_eval.h"
 #include "tokenizer/bpe_trainer.h"
+#include "tokenizer/byte_bpe_trainer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace shrike::cli {
@@ -24,6 +26,8 @@ struct TokenizerTrainArgs {
   std::string output;
   tokenizer::BpeTrainOptions opt;
   bool keep_digits_apart = true, keep_spaces_apart = true, keep_cjk_apart = true;
+  bool byte_level = false;
+  std::string pre = "qwen2";
 };
 
 int run_tokenizer_train(const TokenizerTrainArgs& a) {
@@ -38,8 +42,18 @@ int run_tokenizer_train(const TokenizerTrainArgs& a) {
   opt.split_space = a.keep_spaces_apart;
   opt.split_cjk = a.keep_cjk_apart;
   const auto t0 = std::chrono::steady_clock::now();
-  // The same tokenizer `shrike train` builds: trained on the task's prompts and answers.
-  tokenizer::Vocab vocab = task::train_task_tokenizer(examples, opt);
+  tokenizer::Vocab vocab;
+  if (a.byte_level) {
+    tokenizer::ByteBpeTrainOptions bo;
+    bo.vocab_size = a.opt.vocab_size;
+    bo.min_frequency = a.opt.min_frequency;
+    bo.max_piece_bytes = a.opt.max_piece_chars;
+    bo.pre = a.pre;
+    vocab = tokenizer::train_byte_level_bpe(task::task_tokenizer_texts(examples), bo);
+  } else {
+    // The same tokenizer `shrike train` builds: trained on the task's prompts and answers.
+    vocab = task::train_task_tokenizer(examples, opt);
+  }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   tokenizer::write_tokenizer_gguf(vocab, a.output);
 
@@ -87,6 +101,12 @@ Runner add_tokenizer(CLI::App& app) {
                    "longest merged piece, in characters")
       ->capture_default_str()
       ->check(CLI::Range(1, 1024));
+  train->add_flag("--byte-level", a->byte_level,
+                  "a byte-level BPE vocabulary (tokenizer.ggml.model gpt2, as Qwen2 and Llama-3): "
+                  "--vocab-size counts its 256 bytes and 3 special tokens, --max-piece-chars "
+                  "counts bytes, --max-merges and the --merge-* flags do not apply");
+  train->add_option("--pre", a->pre, "pre-tokenizer of --byte-level (tokenizer.ggml.pre)")
+      ->capture_default_str();
   train->add_flag("!--merge-digits", a->keep_digits_apart,
                   "let digits merge into multi-digit pieces (default: one token per digit)");
   train->add_flag("!--merge-spaces", a->keep_spaces_apart,

@@ -16,15 +16,19 @@ tokenizer::BpeTrainOptions task_tokenizer_options(int32_t vocab_size, int32_t ma
   return o;
 }
 
-tokenizer::Vocab train_task_tokenizer(const std::vector<data::Example>& examples,
-                                      const tokenizer::BpeTrainOptions& opt) {
+std::vector<std::string> task_tokenizer_texts(const std::vector<data::Example>& examples) {
   std::vector<std::string> texts;
   texts.reserve(2 * examples.size());
   for (const data::Example& ex : examples) {
     texts.push_back(task::task_prompt(ex.text));
     texts.push_back(task::task_answer(ex));
   }
-  return tokenizer::train_bpe(texts, opt);
+  return texts;
+}
+
+tokenizer::Vocab train_task_tokenizer(const std::vector<data::Example>& examples,
+                                      const tokenizer::BpeTrainOptions& opt) {
+  return tokenizer::train_bpe(task_tokenizer_texts(examples), opt);
 }
 
 std::vector<std::string> generate_answers(const model::Model& m, const tokenizer::Tokenizer& tok,

@@ -29,6 +29,8 @@ inline constexpr int32_t kTaskTokenizerMerges = 160;
 // (every character seen twice is a piece of its own whatever the limits).
 tokenizer::BpeTrainOptions task_tokenizer_options(int32_t vocab_size = 4096,
                                                   int32_t max_merges = kTaskTokenizerMerges);
+// What the model reads and writes: every example's prompt and answer, in order.
+std::vector<std::string> task_tokenizer_texts(const std::vector<data::Example>& examples);
 // A tokenizer trained on what the model reads and writes: every example's prompt and answer.
 tokenizer::Vocab train_task_tokenizer(const std::vector<data::Example>& examples,
                                       const tokenizer::BpeTrainOptions& opt);

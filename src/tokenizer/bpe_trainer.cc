@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "gguf/gguf.h"
+#include "tokenizer/bpe_merger.h"
 #include "tokenizer/hf_tokenizer.h"
 
 namespace shrike::tokenizer {
@@ -110,181 +111,6 @@ void count_words(std::string_view text, std::unordered_map<std::string, int64_t>
   ++words[std::string(sv.substr(start))];
 }
 
-uint64_t pair_key(int32_t a, int32_t b) {
-  return uint64_t(uint32_t(a)) << 32 | uint32_t(b);
-}
-
-// BPE over segments (runs of symbols merges may join), with exact pair counts kept up to date
-// incrementally: a merge revisits only the segments that hold the pair (`where`), and a lazy
-// max-heap holds every pair's current count (entries whose count changed since are skipped).
-class Merger {
- public:
-  Merger(std::vector<std::string> chars, const BpeTrainOptions& opt,
-         std::unordered_set<std::string> reserved)
-      : opt_(opt), reserved_(std::move(reserved)) {
-    for (std::string& c : chars) {
-      ids_.emplace(c, int32_t(str_.size()));
-      str_.push_back(std::move(c));
-      n_chars_.push_back(1);
-    }
-  }
-
-  int32_t id_of(const std::string& piece) const {
-    const auto it = ids_.find(piece);
-    return it == ids_.end() ? -1 : it->second;
-  }
-
-  void add_segment(const std::vector<int32_t>& seq, int64_t freq) {
-    std::string key;
-    for (int32_t id : seq) key += str_[id];
-    const auto [it, fresh] = seg_index_.emplace(std::move(key), int32_t(segs_.size()));
-    if (!fresh) {
-      freq_[it->second] += freq;
-      return;
-    }
-    segs_.push_back(seq);
-    freq_.push_back(freq);
-  }
-
-  // Merges until `budget` new pieces exist or no pair occurs min_frequency times; returns the
-  // new pieces in merge order.
-  std::vector<std::string> run(size_t budget) {
-    for (int32_t si = 0; si < int32_t(segs_.size()); ++si) {
-      const std::vector<int32_t>& seq = segs_[si];
-      for (size_t i = 0; i + 1 < seq.size(); ++i) add_pair(seq[i], seq[i + 1], freq_[si], si);
-    }
-    for (const auto& [key, count] : delta_)
-      if (count > 0) {
-        count_[key] = count;
-        push(count, key);
-      }
-    delta_.clear();
-
-    std::vector<std::string> merged;
-    std::vector<uint32_t> seen(segs_.size(), 0);
-    for (uint32_t step = 1; merged.size() < budget && !heap_.empty(); ++step) {
-      std::pop_heap(heap_.begin(), heap_.end(), worse());
-      const Entry e = heap_.back();
-      heap_.pop_back();
-      const uint64_t key = pair_key(e.a, e.b);
-      const auto it = count_.find(key);
-      if (it == count_.end() || it->second != e.count) continue;  // stale entry
-      if (e.count < opt_.min_frequency) break;
-      std::string piece = str_[e.a] + str_[e.b];
-      if (reserved_.count(piece)) {  // would duplicate a special, byte or user-defined piece
-        banned_.insert(key);
-        count_.erase(it);
-        where_.erase(key);
-        continue;
-      }
-      int32_t c = id_of(piece);
-      if (c < 0) {  // else another split of the same string already made it: reuse the symbol
-        c = int32_t(str_.size());
-        ids_.emplace(piece, c);
-        str_.push_back(piece);
-        n_chars_.push_back(n_chars_[e.a] + n_chars_[e.b]);
-        merged.push_back(std::move(piece));
-      }
-      std::vector<int32_t> holders = std::move(where_[key]);
-      where_.erase(key);
-      for (int32_t si : holders) {
-        if (seen[si] == step) continue;
-        seen[si] = step;
-        replace(si, e.a, e.b, c);
-      }
-      for (const auto& [k, d] : delta_) {
-        if (d == 0) continue;
-        int64_t& n = count_[k];
-        n += d;
-        if (n <= 0)
-          count_.erase(k);
-        else
-          push(n, k);
-      }
-      delta_.clear();
-    }
-    return merged;
-  }
-
- private:
-  struct Entry {
-    int64_t count;
-    int32_t a, b;
-  };
-
-  // Heap order: higher count first; on equal counts the lexicographically smaller pair.
-  struct Worse {
-    const std::vector<std::string>* str;
-    bool operator()(const Entry& x, const Entry& y) const {
-      if (x.count != y.count) return x.count < y.count;
-      const int c = (*str)[x.a].compare((*str)[y.a]);
-      return c != 0 ? c > 0 : (*str)[x.b].compare((*str)[y.b]) > 0;
-    }
-  };
-  Worse worse() const { return {&str_}; }
-
-  void push(int64_t count, uint64_t key) {
-    heap_.push_back({count, int32_t(key >> 32), int32_t(uint32_t(key))});
-    std::push_heap(heap_.begin(), heap_.end(), worse());
-  }
-
-  // Records a count change of pair (a, b) in segment si (only pairs short enough to merge).
-  void add_pair(int32_t a, int32_t b, int64_t d, int32_t si) {
-    if (n_chars_[a] + n_chars_[b] > opt_.max_piece_chars) return;
-    const uint64_t key = pair_key(a, b);
-    if (banned_.count(key)) return;
-    delta_[key] += d;
-    if (d > 0) {
-      std::vector<int32_t>& w = where_[key];
-      if (w.empty() || w.back() != si) w.push_back(si);
-    }
-  }
-
-  // Replaces each (a, b) in segment si left to right by c, in place, recording only the pairs
-  // that change: around an occurrence, (x, a) becomes (x', c) (x' is x merged itself when the
-  // previous occurrence ends there) and (b, y) becomes (c, y) unless y starts the next
-  // occurrence, whose left side then counts that pair once.
-  void replace(int32_t si, int32_t a, int32_t b, int32_t c) {
-    std::vector<int32_t>& seq = segs_[si];
-    const int64_t f = freq_[si];
-    const size_t n = seq.size();
-    auto at = [&](size_t i) { return i + 1 < n && seq[i] == a && seq[i + 1] == b; };
-    size_t w = 0;  // seq[0, w) is the merged sequence so far; the reads stay at or ahead of it
-    for (size_t i = 0; i < n;) {
-      if (!at(i)) {
-        seq[w++] = seq[i++];
-        continue;
-      }
-      if (i > 0) {
-        add_pair(seq[i - 1], a, -f, si);
-        add_pair(seq[w - 1], c, f, si);
-      }
-      add_pair(a, b, -f, si);
-      if (i + 2 < n && !at(i + 2)) {
-        add_pair(b, seq[i + 2], -f, si);
-        add_pair(c, seq[i + 2], f, si);
-      }
-      seq[w++] = c;
-      i += 2;
-    }
-    seq.resize(w);
-  }
-
-  const BpeTrainOptions& opt_;
-  const std::unordered_set<std::string> reserved_;
-  std::vector<std::string> str_;  // symbol id -> piece
-  std::vector<int32_t> n_chars_;  // symbol id -> characters in it
-  std::unordered_map<std::string, int32_t> ids_;
-  std::vector<std::vector<int32_t>> segs_;
-  std::vector<int64_t> freq_;
-  std::unordered_map<std::string, int32_t> seg_index_;
-  std::unordered_map<uint64_t, int64_t> count_;               // pairs with a positive count
-  std::unordered_map<uint64_t, std::vector<int32_t>> where_;  // segments that held the pair
-  std::unordered_map<uint64_t, int64_t> delta_;               // count changes of one step
-  std::unordered_set<uint64_t> banned_;
-  std::vector<Entry> heap_;
-};
-
 std::string byte_piece(int b) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "<0x%02X>", b);
@@ -349,7 +175,7 @@ Vocab train_bpe(const std::vector<std::string>& texts, const BpeTrainOptions& op
 
   std::vector<std::string> chars;
   for (const auto& cf : kept) chars.push_back(cf.first);
-  Merger merger(chars, opt, reserved);
+  PairMerger merger(chars, opt.min_frequency, opt.max_piece_chars, reserved);
 
   // Segments: the runs of kept characters inside a word that merges may join.
   std::vector<int32_t> seg;
