@@ -74,6 +74,12 @@ Runner add_optimize(CLI::App& app, int argc, char** argv) {
   app.add_option("--prune-ffn", o->prune_ffn, "fraction of FFN channels pruned")
       ->check(CLI::Range(0.0, 0.95))
       ->capture_default_str();
+  app.add_option("--prune-layers", o->prune_layers, "whole layers pruned (depth)")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  app.add_option("--prune-hidden", o->prune_hidden, "fraction of hidden channels pruned (width)")
+      ->check(CLI::Range(0.0, 0.95))
+      ->capture_default_str();
   app.add_option("-t,--threads", o->threads, "threads of every subcommand (default: theirs)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--batch-size", o->static_batch, "static batch size (and max-seqs everywhere)")

@@ -212,11 +212,18 @@ std::vector<BuildStep> model_builds(const OptimizeOptions& o, const std::string&
   steps.push_back({"pruned",
                    pruned,
                    [&o, &m, dev, pruned] {
-                     return std::vector<std::string>{"prune",   m.teacher,
-                                                     "--heads", std::to_string(o.prune_heads),
-                                                     "--ffn",   std::to_string(o.prune_ffn),
-                                                     "--calib", dev,
-                                                     "-o",      pruned};
+                     std::vector<std::string> args = {"prune",   m.teacher,
+                                                      "--heads", std::to_string(o.prune_heads),
+                                                      "--ffn",   std::to_string(o.prune_ffn),
+                                                      "--calib", dev,
+                                                      "-o",      pruned};
+                     // Depth and width only when asked: the recipe (and so the cache key)
+                     // of a run without them stays what it was.
+                     if (o.prune_layers > 0)
+                       args.insert(args.end(), {"--layers", std::to_string(o.prune_layers)});
+                     if (o.prune_hidden > 0)
+                       args.insert(args.end(), {"--hidden", std::to_string(o.prune_hidden)});
+                     return args;
                    },
                    {m.teacher, dev}});
   steps.push_back({"student (distilled)",

@@ -30,7 +30,9 @@ struct OptimizeOptions {
                       // kBuiltinCalib: the built-in generator's
   int calib_limit = 256;
   double prune_heads = 0.5, prune_ffn = 0.5;
-  int threads = 0;  // 0: each subcommand's default
+  int prune_layers = 0;     // whole layers removed (depth)
+  double prune_hidden = 0;  // fraction of residual channels removed (width)
+  int threads = 0;          // 0: each subcommand's default
   // Serving and measuring.
   int static_batch = 8;
   int max_tokens = 0;     // 0: the longest labelled answer in the teacher's tokens + 8

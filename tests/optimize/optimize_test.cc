@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "optimize/artefact_cache.h"
+#include "optimize/builds.h"
 #include "optimize/process.h"
 #include "optimize/rate_search.h"
 #include "optimize/report.h"
@@ -96,6 +97,32 @@ TEST(Stages, OptionDiffListsChangedAddedRemovedAndSkipsIgnored) {
   EXPECT_EQ(d[2], "prefix_cache: on (added)");
   EXPECT_TRUE(option_diff(a, a).empty());
   EXPECT_EQ(option_diff(a, b).size(), 4u);  // weight_bytes counts when not ignored
+}
+
+// Depth and width pruning reach `shrike prune` when asked, and a run without them keeps the
+// recipe (so the cache key) it had before they existed.
+TEST(Builds, PruningStepCarriesDepthAndWidthOnlyWhenAsked) {
+  auto prune_args = [](const OptimizeOptions& o) {
+    Models m;
+    for (const BuildStep& s : model_builds(o, "D", "C", m))
+      if (s.what == "pruned") return s.args();
+    return std::vector<std::string>{};
+  };
+  OptimizeOptions o;
+  o.out_dir = "OUT";  // no teacher given: the teacher is trained here (nothing is opened)
+  const std::vector<std::string> plain = prune_args(o);
+  ASSERT_FALSE(plain.empty());
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), "--layers"), 0);
+  EXPECT_EQ(std::count(plain.begin(), plain.end(), "--hidden"), 0);
+  o.prune_layers = 2;
+  o.prune_hidden = 0.25;
+  const std::vector<std::string> deep = prune_args(o);
+  const auto layers = std::find(deep.begin(), deep.end(), "--layers");
+  const auto hidden = std::find(deep.begin(), deep.end(), "--hidden");
+  ASSERT_NE(layers, deep.end());
+  ASSERT_NE(hidden, deep.end());
+  EXPECT_EQ(*(layers + 1), "2");
+  EXPECT_EQ(std::stod(*(hidden + 1)), 0.25);
 }
 
 TEST(ArtefactCache, FreshOnlyForTheSameRecipeInputsAndAnExistingFile) {
