@@ -174,19 +174,48 @@ std::string worst_step(const Report& r, const std::function<double(const StageRe
 }
 
 TargetCheck latency_target(const Report& r, const StageResult& b, const StageResult& l) {
-  TargetCheck t{"P50 at concurrency 1 at least 5x lower than stage 0's", fmt(b.p50_ms) + " ms",
-                fmt(l.p50_ms) + " ms", "", ""};
+  TargetCheck t{"P50 at concurrency 1 at least " + fmt(kP50Target, "%g") +
+                    "x lower than stage 0's (the seed: 450 -> 40 ms)",
+                fmt(b.p50_ms) + " ms", fmt(l.p50_ms) + " ms", "", ""};
   if (!std::isfinite(b.p50_ms) || !std::isfinite(l.p50_ms) || l.p50_ms <= 0) {
     t.verdict = "not measured";
     return t;
   }
   const double x = b.p50_ms / l.p50_ms;
-  t.verdict = x >= 5 ? "met" : "missed";
+  t.verdict = x >= kP50Target ? "met" : "missed";
   t.last += " (" + fmt(x, "%.1f") + "x lower)";
-  if (x < 5)
+  if (x < kP50Target)
     t.why = label(l) + " is only " + fmt(x, "%.2f") + "x faster; the worst step: " +
             worst_step(
                 r, [](const StageResult& s) { return s.p50_ms; }, false, "%.1f ms");
+  return t;
+}
+
+std::string breakdown_text(const StageResult& s) {
+  const LatencyBreakdown& b = s.breakdown;
+  return "wait " + fmt(b.queue_ms) + " + prompt " + fmt(b.prefill_ms) + " + answer " +
+         fmt(b.decode_ms) + " ms (" + fmt(b.steps) + " steps x " + fmt(b.step_ms, "%.2f") + " ms)";
+}
+
+// A lever's own row: its P50 at concurrency 1 against the stage before it (the seed's stages
+// each cut latency: 450 -> 280 -> 130 -> 80 ms). Missed: both stages' breakdowns say where the
+// time went, so the reader sees what the lever did change.
+TargetCheck step_target(const StageResult& before, const StageResult& s) {
+  TargetCheck t{"stage " + std::to_string(s.stage.id) + " (" + s.stage.name + "): P50 at least " +
+                    fmt(kStepP50Target, "%g") + "x lower than stage " +
+                    std::to_string(before.stage.id) + "'s",
+                "stage " + std::to_string(before.stage.id) + ": " + fmt(before.p50_ms) + " ms",
+                "stage " + std::to_string(s.stage.id) + ": " + fmt(s.p50_ms) + " ms", "", ""};
+  if (!std::isfinite(before.p50_ms) || !std::isfinite(s.p50_ms) || s.p50_ms <= 0) {
+    t.verdict = "not measured";
+    return t;
+  }
+  const double x = before.p50_ms / s.p50_ms;
+  t.last += " (" + fmt(x, "%.2f") + "x)";
+  t.verdict = x >= kStepP50Target ? "met" : "missed";
+  if (x < kStepP50Target)
+    t.why = "stage " + std::to_string(before.stage.id) + ": " + breakdown_text(before) +
+            "; stage " + std::to_string(s.stage.id) + ": " + breakdown_text(s);
   return t;
 }
 
@@ -307,6 +336,11 @@ std::vector<TargetCheck> check_targets(const Report& r) {
     t.push_back(score_target(r, *b, *l, "intent accuracy", 0.5, &TaskScores::intent, noisy));
     t.push_back(score_target(r, *b, *l, "slot F1", 1, &TaskScores::slot_f1, noisy));
   }
+  // The levers that cut per-request latency in the seed; stage 4 (continuous batching) is
+  // measured by throughput and by the batch window it removes, not by a step of its own.
+  const auto m = measured(r);
+  for (size_t i = 1; i < m.size(); ++i)
+    if (m[i]->stage.id != 4) t.push_back(step_target(*m[i - 1], *m[i]));
   return t;
 }
 
@@ -368,7 +402,8 @@ std::string render_markdown(const Report& r) {
 
   if (const auto targets = check_targets(r); !targets.empty()) {
     const StageResult* l = last_measured(r);
-    o += "\n## Targets\n\nThe last measured stage (" + label(*l) + ") against stage 0.\n\n";
+    o += "\n## Targets\n\nThe last measured stage (" + label(*l) +
+         ") against stage 0, then each latency lever against the stage before it.\n\n";
     o += "| target | stage 0 | " + label(*l) + " | verdict |\n|---|---:|---:|---|\n";
     for (const auto& t : targets)
       o += "| " + t.target + " | " + t.stage0 + " | " + t.last + " | " + t.verdict + " |\n";

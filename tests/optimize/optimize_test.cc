@@ -391,8 +391,11 @@ TEST(Report, TargetsSayWhichStageFellShortAndWhy) {
   s4.rate.best_rate = 857.62;
   r.stages = {s0, s2, s4};
 
+  s2.breakdown = {62.0, 50.1, 4.2, 7.7, 5, 1.54};  // e2e, wait, prompt, answer, steps, step
+  r.stages[1].breakdown = s2.breakdown;
+  r.stages[0].breakdown = {62.5, 50.0, 4.4, 8.1, 5, 1.62};
   const auto t = check_targets(r);
-  ASSERT_EQ(t.size(), 6u);
+  ASSERT_EQ(t.size(), 7u);
   EXPECT_EQ(t[0].verdict, "met");  // 62.9 / 1.2 = 52x
   EXPECT_NE(t[0].last.find("52.4x lower"), std::string::npos) << t[0].last;
   // Stage 0 sustains no rate: no ratio, and the reason from its own options and probes.
@@ -414,6 +417,18 @@ TEST(Report, TargetsSayWhichStageFellShortAndWhy) {
             std::string::npos)
       << t[4].why;
   EXPECT_EQ(t[5].verdict, "met");  // noisy slot F1 went up: within
+  // The lever of stage 2 against stage 0 (stage 1 not measured here); stage 4 has no step target.
+  EXPECT_EQ(t[6].verdict, "missed");
+  EXPECT_NE(t[6].target.find("stage 2 (+ structured pruning and distillation): P50 at least 1.2x "
+                             "lower than stage 0's"),
+            std::string::npos)
+      << t[6].target;
+  EXPECT_NE(t[6].why.find("stage 2: wait 50.1 + prompt 4.2 + answer 7.7 ms (5.0 steps x 1.54 ms)"),
+            std::string::npos)
+      << t[6].why;
+  r.stages[1].p50_ms = 50;  // 62.9 / 50 = 1.26x
+  EXPECT_EQ(check_targets(r)[6].verdict, "met");
+  r.stages[1].p50_ms = 62.9;
 
   const std::string md = render_markdown(r);
   EXPECT_NE(md.find("## Targets"), std::string::npos);
@@ -421,7 +436,7 @@ TEST(Report, TargetsSayWhichStageFellShortAndWhy) {
   EXPECT_EQ(md.find("inf"), std::string::npos);
   EXPECT_NE(md.find("Where a target is not met:"), std::string::npos);
   const auto j = render_json(r);
-  ASSERT_EQ(j["targets"].size(), 6u);
+  ASSERT_EQ(j["targets"].size(), 7u);
   EXPECT_EQ(j["targets"][1]["verdict"], "not defined");
   EXPECT_TRUE(j["stages"][2]["ratio_to_stage0"]["max_rate"].is_null());
   EXPECT_EQ(j["stages"][0]["probes"][0]["runs"].size(), 2u);
