@@ -5,7 +5,7 @@
 set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config libgtest-dev libgmock-dev libbenchmark-dev
           nlohmann-json3-dev libcli11-dev libcurl4-openssl-dev libcpp-httplib-dev curl
-          libopenblas-dev prometheus
+          libopenblas-dev prometheus python3
           clang libclang-rt-14-dev)  # scripts/fuzz.sh: clang with libFuzzer and its sanitizers
 missing=()
 for p in "${packages[@]}"; do
