@@ -124,8 +124,15 @@ TEST_F(OptimizeCli, MeasuresEveryAvailableStageAndCachesModels) {
     EXPECT_LE(runs.size(), 3u) << i;
     EXPECT_EQ(st[i]["rate_search_runs"].get<int>(), int(runs.size())) << i;
   }
-  // The targets, stage 0 against stage 5, each with a verdict (and on stdout).
-  ASSERT_EQ(j.at("targets").size(), 6u);
+  // The targets, stage 0 against stage 5, then one per latency lever (each measured stage but
+  // 0 and 4, against the measured stage before it), each with a verdict (and on stdout).
+  size_t levers = 0;
+  for (const auto& s : st)
+    if (s["available"].get<bool>() && s["id"] != 0 && s["id"] != 4) ++levers;
+  ASSERT_EQ(j.at("targets").size(), 6u + levers);
+  EXPECT_NE(j["targets"][6]["target"].get<std::string>().find("stage 1 (+ INT8 weights"),
+            std::string::npos)
+      << j["targets"][6];
   for (const auto& t : j["targets"]) EXPECT_FALSE(t["verdict"].get<std::string>().empty()) << t;
   EXPECT_NE(r.out.find("## Targets"), std::string::npos) << r.out;
   EXPECT_EQ(st[0]["serving_options"]["batch_wait_ms"], "50");
