@@ -8,22 +8,17 @@
 #include "tokenizer/bpe.h"
 #include "tokenizer/bpe_merger.h"
 #include "tokenizer/pretokenize.h"
+#include "tokenizer/unicode.h"
 
 namespace shrike::tokenizer {
 namespace {
 
 const char* const kSpecials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
 
-// One byte as GPT-2's visible character, in UTF-8.
+// One byte as GPT-2's visible character, in UTF-8 (as BpeModel maps a word's bytes).
 std::string byte_char(uint8_t b) {
-  const uint32_t cp = byte_to_codepoint(b);
   std::string s;
-  if (cp < 0x80) {
-    s.push_back(char(cp));
-  } else {  // the mapping stays below U+0800: two bytes
-    s.push_back(char(0xC0 | (cp >> 6)));
-    s.push_back(char(0x80 | (cp & 0x3F)));
-  }
+  unicode::append_utf8(byte_to_codepoint(b), s);
   return s;
 }
 

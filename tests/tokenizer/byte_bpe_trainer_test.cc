@@ -55,8 +55,8 @@ std::vector<std::string> pieces_of(const Tokenizer& tok, const std::vector<int32
 }
 
 TEST(ByteBpeTrainer, MergesTheMostFrequentPairFirstWithinWords) {
-  // Words (qwen2 pre-tokeniser): "aab" x3, " aab" x2 ... counted by hand:
-  // texts "aab aab aab" -> words "aab", " aab", " aab". Pairs: (a,a) 3, (a,b) 3, (" ",a) 2.
+  // "aab aab aab" -> words (qwen2 pre-tokeniser) "aab", " aab", " aab", counted by hand.
+  // Pairs: (a,a) 3, (a,b) 3, (" ",a) 2.
   // Ties go to the lexicographically smaller pair: "a a" < "a b", so "aa" first, then (aa,b) 3.
   ByteBpeTrainOptions o;
   o.vocab_size = 256 + 3 + 2;
